@@ -1,0 +1,1 @@
+"""Label Studio labeling configs and exports -> the common annotation model."""

@@ -1,0 +1,18 @@
+"""Chance-corrected agreement on a long table (item, annotator, value).
+
+Knows nothing of Label Studio: any table with one row per annotator per item works.
+"""
+from .model import Box, Keypoint, Polygon, Span
+from .distances import Distance, available, candidates, get_distance, register
+from .engine import AgreementResult, agreement
+from .alpha import krippendorff_alpha
+from .kappa import cohen_kappa, fleiss_kappa, landis_koch
+from .distributional import ks_score, ks_statistic, sigma_threshold, sigma_score
+
+__all__ = [
+    "Box", "Polygon", "Keypoint", "Span",
+    "Distance", "register", "get_distance", "available", "candidates",
+    "agreement", "AgreementResult",
+    "krippendorff_alpha", "cohen_kappa", "fleiss_kappa", "landis_koch",
+    "ks_score", "ks_statistic", "sigma_threshold", "sigma_score",
+]

@@ -1,0 +1,10 @@
+"""Distance functions, one module per annotation kind, all reachable by name.
+
+>>> from ls_agreement.metrics.distances import get_distance
+>>> get_distance("nominal")("a", "b")
+1.0
+"""
+from .base import CallableDistance, Distance
+from .registry import available, candidates, get_distance, register
+
+__all__ = ["Distance", "CallableDistance", "register", "get_distance", "available", "candidates"]

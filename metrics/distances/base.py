@@ -1,0 +1,142 @@
+"""The distance protocol: distances are computed on batches of pairs.
+
+The engine hands a distance the array of all values of a control tag plus two index
+arrays ``i`` and ``j`` (one entry per pair) and gets back one distance per pair. A
+distance can thus prepare each value once (tokenize a text, turn boxes into an array)
+and compute all pairs vectorized; only kinds that cannot be vectorized loop, through
+:class:`CallableDistance`, which never computes the same pair twice.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Hashable, Sequence
+
+import numpy as np
+
+__all__ = ["Distance", "CallableDistance", "as_index_arrays", "check_distances"]
+
+
+def as_index_arrays(i: Any, j: Any) -> tuple[np.ndarray, np.ndarray]:
+    ii = np.asarray(i, dtype=np.int64).ravel()
+    jj = np.asarray(j, dtype=np.int64).ravel()
+    if ii.shape != jj.shape:
+        raise ValueError(f"pair index arrays differ in length: {ii.size} vs {jj.size}")
+    return ii, jj
+
+
+def check_distances(d: np.ndarray, name: str) -> np.ndarray:
+    """Distances must be finite and non-negative; say which pair is not."""
+    d = np.asarray(d, dtype=np.float64)
+    bad = ~np.isfinite(d) | (d < 0)
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        raise ValueError(
+            f"distance {name!r} returned {d[k]!r} for pair #{k}: distances must be finite and >= 0"
+        )
+    return d
+
+
+class Distance:
+    """Base class of every registered distance.
+
+    Attributes
+    ----------
+    name : str
+        Registry name (``"nominal"``, ``"boxes.iou"``, ...).
+    kind : str
+        The value kind it compares (``"scalar"``, ``"boxes"``, ``"text"``, ...).
+    level : str or None
+        For the four Krippendorff levels, the level name; the engine then derives the
+        expected distances exactly from value counts instead of sampling pairs.
+    """
+
+    name: str = "distance"
+    kind: str = "any"
+    level: str | None = None
+
+    def prepare(self, values: Sequence[Any]) -> Any:
+        """Turn the value array into whatever :meth:`compute` wants (once per call)."""
+        return values
+
+    def compute(self, prepared: Any, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def pairs(self, values: Sequence[Any], i: Any, j: Any) -> np.ndarray:
+        """Distances of the pairs ``(values[i[k]], values[j[k]])``.
+
+        Parameters
+        ----------
+        values : sequence, shape (n_values,)
+        i, j : array of int, shape (n_pairs,)
+
+        Returns
+        -------
+        ndarray of float64, shape (n_pairs,)
+        """
+        ii, jj = as_index_arrays(i, j)
+        if ii.size == 0:
+            return np.zeros(0)
+        return check_distances(self.compute(self.prepare(values), ii, jj), self.name)
+
+    def __call__(self, a: Any, b: Any) -> float:
+        return float(self.pairs([a, b], [0], [1])[0])
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r}>"
+
+
+class CallableDistance(Distance):
+    """Wraps a plain ``D(a, b) -> float``; loops, but never computes a pair twice.
+
+    Pairs are keyed by value identity through hashing when the values are hashable
+    (so equal texts met on different items are computed once), else by index.
+    """
+
+    def __init__(
+        self,
+        func: Callable[[Any, Any], float],
+        name: str | None = None,
+        kind: str = "any",
+        symmetric: bool = True,
+    ) -> None:
+        self.func = func
+        self.name = name or getattr(func, "__name__", "callable")
+        self.kind = kind
+        self.symmetric = symmetric
+
+    def compute(self, prepared: Sequence[Any], i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        keys = _value_keys(prepared)
+        a, b = keys[i], keys[j]
+        if self.symmetric:
+            a, b = np.minimum(a, b), np.maximum(a, b)
+        pair_codes = a * (int(keys.max()) + 1 if keys.size else 1) + b
+        uniq, first, inverse = np.unique(pair_codes, return_index=True, return_inverse=True)
+        out = np.empty(uniq.size)
+        for k, pos in enumerate(first):
+            out[k] = self.func(prepared[i[pos]], prepared[j[pos]])
+        return out[inverse]
+
+
+def _value_keys(values: Sequence[Any]) -> np.ndarray:
+    """An int key per value; equal hashable values share a key."""
+    seen: dict[Hashable, int] = {}
+    keys = np.empty(len(values), dtype=np.int64)
+    for n, v in enumerate(values):
+        try:
+            keys[n] = seen.setdefault(_freeze(v), len(seen))
+        except TypeError:
+            keys[n] = len(seen)
+            seen[("__unhashable__", n)] = keys[n]
+    return keys
+
+
+def _freeze(v: Any) -> Hashable:
+    if isinstance(v, list):
+        return ("__list__",) + tuple(_freeze(x) for x in v)
+    if isinstance(v, dict):
+        return ("__dict__",) + tuple(sorted((k, _freeze(x)) for k, x in v.items()))
+    if isinstance(v, set):
+        return frozenset(v)
+    if isinstance(v, np.ndarray):
+        return ("__nd__", v.shape, v.tobytes())
+    hash(v)
+    return v
