@@ -1,0 +1,48 @@
+"""A coefficient that carries its interpretation band next to the value."""
+from __future__ import annotations
+
+import math
+
+__all__ = ["Coefficient", "landis_koch"]
+
+_BANDS = ((0.0, "poor"), (0.20, "slight"), (0.40, "fair"), (0.60, "moderate"),
+          (0.80, "substantial"), (1.0, "almost perfect"))
+
+
+def landis_koch(value: float) -> str:
+    """Landis & Koch (1977) band of an agreement coefficient.
+
+    Reference: J. R. Landis, G. G. Koch, "The measurement of observer agreement for
+    categorical data", Biometrics 33 (1977): <0 poor, 0–.20 slight, .21–.40 fair,
+    .41–.60 moderate, .61–.80 substantial, .81–1 almost perfect.
+    Shown next to a coefficient, never instead of it.
+    """
+    if value is None or not math.isfinite(value):
+        return "undefined"
+    if value < 0:
+        return "poor"
+    for upper, name in _BANDS[1:]:
+        if value <= upper:
+            return name
+    return "almost perfect"
+
+
+class Coefficient(float):
+    """A float (use it as the number) with ``band`` and details as attributes."""
+
+    band: str
+    name: str
+
+    def __new__(cls, value: float, name: str = "coefficient", **details: object) -> "Coefficient":
+        obj = super().__new__(cls, value)
+        obj.name = name
+        obj.band = landis_koch(float(value))
+        obj.details = dict(details)
+        return obj
+
+    def __repr__(self) -> str:
+        return f"{self.name}={float(self):.4f} ({self.band})"
+
+    def to_dict(self) -> dict:
+        v = float(self)
+        return {"value": v if math.isfinite(v) else None, "band": self.band, **self.details}

@@ -1,0 +1,157 @@
+"""Expected (chance) distances: exact from value counts for scalars, sampled otherwise.
+
+Reference: measures.md §1–2; Krippendorff (2011), "Computing Krippendorff's
+Alpha-Reliability", the coincidence-matrix form of D̂e.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .distances.base import Distance, check_distances
+from .distances.scalars import ScalarDistance
+from .table import CodedTable, all_between_pairs, between_pair_count, sample_between_pairs
+
+__all__ = ["Expected", "expected_distances"]
+
+# Up to this many distinct scalar values the between-item distance distribution is
+# tabulated exactly (V² value pairs); beyond it KS and σ use a seeded sample while α
+# stays exact.
+MAX_EXACT_DOMAIN = 2000
+# ratio has no sum decomposition: its exact D̂e costs V² distance evaluations.
+MAX_RATIO_DOMAIN = 20000
+
+
+@dataclass
+class Expected:
+    """Chance distances of one table.
+
+    Attributes
+    ----------
+    distances : ndarray, shape (k,) — between-item distances (distinct values when exact)
+    weights : ndarray or None, shape (k,) — pair counts when tabulated exactly
+    i, j : ndarray or None, shape (k,) — value rows of sampled pairs (None when tabulated)
+    total_sum : float — Σ D over all unordered pairs of pairable values (within + between)
+    n_between : int — number of between-item unordered pairs in the data
+    between_mean : float — mean D over between-item pairs
+    exact_mean : bool — total_sum/between_mean exact (not estimated from a sample)
+    exact_distribution : bool — distances/weights are the full distribution
+    n_pairs : int — pairs behind ``distances`` (sum of weights, or sample size)
+    """
+
+    distances: np.ndarray
+    weights: np.ndarray | None
+    i: np.ndarray | None
+    j: np.ndarray | None
+    total_sum: float
+    n_between: int
+    between_mean: float
+    exact_mean: bool
+    exact_distribution: bool
+    n_pairs: int
+
+
+def _target_size(n_observed: int, expected_pairs: int | str | None) -> int | None:
+    if expected_pairs == "all":
+        return None
+    if expected_pairs is None:
+        return max(n_observed, 10_000)
+    if isinstance(expected_pairs, (int, np.integer)) and expected_pairs > 0:
+        return int(expected_pairs)
+    raise ValueError(f"expected_pairs must be a positive int, 'all' or None, got {expected_pairs!r}")
+
+
+def _sampled(ct: CodedTable, dist: Distance, prepared: object, expected_pairs: int | str | None,
+             n_observed: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+    n_between = between_pair_count(ct)
+    if n_between == 0:
+        raise ValueError("every value is on the same item: no between-item pairs for the chance baseline")
+    target = _target_size(n_observed, expected_pairs)
+    if target is None or n_between <= target:
+        i, j = all_between_pairs(ct)
+        exact = True
+    else:
+        i, j = sample_between_pairs(ct, target, rng)
+        exact = False
+    d = check_distances(dist.compute(prepared, i, j), dist.name)
+    return d, i, j, exact
+
+
+def expected_distances(ct: CodedTable, dist: Distance, prepared: object, observed: np.ndarray,
+                       obs_i: np.ndarray, obs_j: np.ndarray, *, expected_pairs: int | str | None,
+                       rng: np.random.Generator) -> Expected:
+    """Between-item chance distances and the pair sums α needs.
+
+    Parameters
+    ----------
+    ct : the coded table; ``prepared`` = ``dist.prepare(ct.values)``
+    observed : ndarray, shape (n_pairs,) — within-item distances of pairs ``(obs_i, obs_j)``
+    expected_pairs : None (as many as observed, at least 10,000), an int, or "all"
+    """
+    n = ct.n_values
+    n_all = n * (n - 1) // 2
+    n_between = n_all - observed.size
+    within_sum = float(observed.sum())
+    if isinstance(dist, ScalarDistance):
+        return _scalar_expected(ct, dist, np.asarray(prepared, dtype=np.float64), observed, obs_i, obs_j,
+                                n_between, within_sum, expected_pairs, rng)
+    d, i, j, exact = _sampled(ct, dist, prepared, expected_pairs, observed.size, rng)
+    between_mean = float(d.mean())
+    return Expected(d, None, i, j, within_sum + between_mean * n_between, n_between, between_mean,
+                    exact, exact, int(d.size))
+
+
+def _scalar_expected(ct: CodedTable, dist: ScalarDistance, x: np.ndarray, observed: np.ndarray,
+                     obs_i: np.ndarray, obs_j: np.ndarray, n_between: int, within_sum: float,
+                     expected_pairs: int | str | None, rng: np.random.Generator) -> Expected:
+    n = x.size
+    domain, code = np.unique(x, return_inverse=True)
+    code = code.ravel()
+    counts = np.bincount(code, minlength=domain.size).astype(np.float64)
+    v = domain.size
+    if n_between == 0:
+        raise ValueError("every value is on the same item: no between-item pairs for the chance baseline")
+
+    # Σ over all unordered pairs, in O(values) (Krippendorff's coincidence form)
+    exact_mean = True
+    if dist.level == "nominal":
+        total = (n * n - float(np.dot(counts, counts))) / 2.0
+    elif dist.level in ("ordinal", "interval"):
+        centred = x - x.mean()
+        total = n * float(np.dot(centred, centred))
+    elif v <= MAX_RATIO_DOMAIN:
+        total = 0.0
+        for lo in range(0, v, 1024):  # V² in row blocks: memory O(V · 1024)
+            block = dist.delta(domain[lo:lo + 1024, None], domain[None, :])
+            total += float(np.einsum("i,ij,j->", counts[lo:lo + 1024], block, counts))
+        total /= 2.0
+    else:
+        total = None
+        exact_mean = False
+
+    if v <= MAX_EXACT_DOMAIN:
+        # exact between-item distribution: all pairs per value pair minus within-item ones
+        pair_counts = np.outer(counts, counts)
+        np.fill_diagonal(pair_counts, counts * (counts - 1) / 2.0)
+        a, b = code[obs_i], code[obs_j]
+        lo_, hi_ = np.minimum(a, b), np.maximum(a, b)
+        within = np.bincount(lo_ * v + hi_, minlength=v * v).reshape(v, v)
+        iu, ju = np.triu_indices(v)
+        w = pair_counts[iu, ju] - within[iu, ju]
+        keep = w > 0
+        dists = dist.delta(domain[iu[keep]], domain[ju[keep]])
+        weights = w[keep]
+        between_mean = float(np.dot(dists, weights) / weights.sum())
+        if total is None:  # unreachable: MAX_EXACT_DOMAIN < MAX_RATIO_DOMAIN
+            total = within_sum + between_mean * n_between
+        return Expected(dists, weights, None, None, float(total), n_between,
+                        (float(total) - within_sum) / n_between, True, True, int(round(weights.sum())))
+
+    d, i, j, exact = _sampled(ct, dist, x, expected_pairs, observed.size, rng)
+    if total is None:
+        between_mean = float(d.mean())
+        total = within_sum + between_mean * n_between
+        exact_mean = exact
+    return Expected(d, None, i, j, float(total), n_between, (float(total) - within_sum) / n_between,
+                    exact_mean, exact, int(d.size))

@@ -1,0 +1,57 @@
+"""Per-item and per-annotator breakdowns of the observed pairs (measures.md §3)."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .table import CodedTable
+
+__all__ = ["per_item_table", "per_annotator_table", "annotator_pair_sides"]
+
+
+def _stats(groups: np.ndarray, d: np.ndarray, threshold: float, d_e: float, size: int) -> dict[str, np.ndarray]:
+    n = np.bincount(groups, minlength=size).astype(np.float64)
+    total = np.bincount(groups, weights=d, minlength=size)
+    below = np.bincount(groups, weights=(d < threshold).astype(np.float64), minlength=size)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = total / n
+        return {
+            "sigma": below / n,
+            "alpha": 1.0 - mean / d_e if d_e > 0 else np.full(size, np.nan),
+            "mean_distance": mean,
+            "n_pairs": n.astype(np.int64),
+        }
+
+
+def per_item_table(ct: CodedTable, pair_item: np.ndarray, d: np.ndarray, threshold: float, d_e: float,
+                   flag_below: float) -> pd.DataFrame:
+    """One row per pairable item: σ, α (``1 − mean(Do_item)/D̂e``), mean distance, pairs, flag.
+
+    Parameters
+    ----------
+    pair_item : ndarray of int, shape (n_pairs,) — item code of each observed pair
+    d : ndarray, shape (n_pairs,) — observed distances
+    """
+    s = _stats(pair_item, d, threshold, d_e, ct.n_items)
+    s["n_annotators"] = ct.item_size
+    s["flag"] = s["sigma"] < flag_below
+    return pd.DataFrame(s, index=pd.Index(ct.item_labels, name="item"))
+
+
+def annotator_pair_sides(pair_item: np.ndarray, a: np.ndarray, b: np.ndarray, d: np.ndarray
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each pair once per annotator in it (once when both sides are the same annotator)."""
+    other = a != b
+    return (np.concatenate((a, b[other])), np.concatenate((pair_item, pair_item[other])),
+            np.concatenate((d, d[other])))
+
+
+def per_annotator_table(ct: CodedTable, pair_item: np.ndarray, a: np.ndarray, b: np.ndarray, d: np.ndarray,
+                        threshold: float, d_e: float) -> pd.DataFrame:
+    """One row per annotator: σ, α, mean distance over the pairs they are in; items they share."""
+    n_ann = ct.annotator_labels.size
+    ann, item, dd = annotator_pair_sides(pair_item, a, b, d)
+    s = _stats(ann, dd, threshold, d_e, n_ann)
+    seen = np.unique(ann * ct.n_items + item)
+    s["n_items"] = np.bincount(seen // ct.n_items, minlength=n_ann)
+    return pd.DataFrame(s, index=pd.Index(ct.annotator_labels, name="annotator"))
