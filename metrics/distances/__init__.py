@@ -6,5 +6,6 @@
 """
 from .base import CallableDistance, Distance
 from .registry import available, candidates, get_distance, register
+from . import scalars  # noqa: F401  (the four levels are always there)
 
 __all__ = ["Distance", "CallableDistance", "register", "get_distance", "available", "candidates"]

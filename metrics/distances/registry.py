@@ -43,7 +43,8 @@ def get_distance(distance: DistanceLike) -> Distance:
     if isinstance(distance, Distance):
         return distance
     if isinstance(distance, str):
-        _load_builtin()
+        if distance not in _REGISTRY:
+            _load_builtin()
         try:
             return _REGISTRY[distance]
         except KeyError:
