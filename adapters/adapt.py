@@ -1,0 +1,233 @@
+"""Labeling config + tasks -> one :class:`ControlData` per control tag.
+
+One pass over tasks, annotations and results: each result is dispatched by ``from_name``
+to its control's family module (``regions``, ``spans``, ``text``, ``choices``,
+``scalars``, ``ranking``, ``pairwise``), which turns it into a common-model object. Then
+each control builds one value per (task, annotator).
+
+Missing vs empty (README, "Adapters"): an annotator who submitted an annotation on a task
+gives every applicable control a value; for multi-object kinds (regions, spans) and set
+kinds (multiple choice, taxonomy) a control left empty is the empty value (``()`` /
+``frozenset()``): "nothing to mark" is an answer. For scalar-like kinds (single choice,
+rating, number, datetime, text, ranking, pairwise) an unanswered control is *missing*
+(no row). Predictions (when included) give values only for the controls they have
+results for. An annotator who did not annotate the task is missing from it. A control does
+not apply to a task whose ``data`` lacks the key its object reads.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import pandas as pd
+
+from . import choices, pairwise, ranking, regions, scalars, spans, text
+from .config import LabelingConfig, parse_config
+from .control import ControlData, candidate_distances, default_distance
+from .errors import AdapterError, BadValue, Problems, SuspectValue
+from .fields import MISSING
+from .tasks import select_annotations
+
+__all__ = ["Adapted", "adapt"]
+
+FAMILIES = {"regions": regions, "spans": spans, "text": text, "choices": choices,
+            "scalars": scalars, "ranking": ranking, "pairwise": pairwise}
+_KNOWN_TYPES = set().union(*(m.TYPES for m in FAMILIES.values()))
+_OBJECT_KINDS = {"boxes", "polygons", "keypoints", "spans", "set", "ranking", "text"}
+
+
+@dataclass
+class Adapted:
+    """The adapted controls (config order) and the warnings not tied to one control."""
+
+    controls: dict[str, ControlData]
+    warnings: list[str] = field(default_factory=list)
+    n_tasks: int = 0
+
+
+def _task_id(task: dict, k: int, problems: Problems) -> Any:
+    tid = task.get("id")
+    if type(tid) is int or (type(tid) is str and tid):
+        return tid
+    problems.report(f"task id missing or not an int/string ({tid!r})", field=f"tasks[{k}].id")
+    return None
+
+
+def adapt(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool = False,
+          include_predictions: bool = False) -> Adapted:
+    """Adapt a Label Studio project to the common model.
+
+    Parameters
+    ----------
+    config : str or LabelingConfig
+        The labeling config XML (or an already parsed config).
+    tasks : iterable of dict
+        Tasks of a JSON export, a snapshot export or the API (same shape).
+    strict : bool
+        Raise :class:`AdapterError` at the first problem instead of skipping the
+        offending result/annotation/task with a warning.
+    include_predictions : bool
+        Add predictions as annotators ``model:<model_version>``.
+
+    Returns
+    -------
+    Adapted
+        ``controls``: name -> ControlData, each with a table of shape (n_values, 3).
+    """
+    cfg = config if isinstance(config, LabelingConfig) else parse_config(config, strict=strict)
+    problems = Problems(strict)
+    for w in cfg.warnings:
+        problems.warn(w)
+    specs = cfg.controls
+    fam = {n: FAMILIES[s.family] for n, s in specs.items()}
+    parse = {n: fam[n].parse for n in specs}
+    multi = {n: (choices.is_multi(s) if fam[n].MULTI is None else fam[n].MULTI)
+             for n, s in specs.items()}
+    cells: dict[str, tuple[list, list, list]] = {n: ([], [], []) for n in specs}
+    names: dict[str, str] = {}
+    gt: dict[str, set] = {n: set() for n in specs}
+    texts: dict[str, dict] = {n: {} for n in specs if s_kind(specs[n]) == "spans"}
+    keys = {n: [k for k in s.data_keys if k is not None] for n, s in specs.items()}
+    all_names = list(specs)
+    seen: set = set()
+    if not isinstance(tasks, (list, tuple)):
+        try:
+            tasks = list(tasks)
+        except TypeError:
+            raise AdapterError(f"tasks must be a list of task objects, got {type(tasks).__name__}") from None
+
+    for k, task in enumerate(tasks):
+        if type(task) is not dict:
+            problems.report(f"a task must be an object, got {type(task).__name__}", field=f"tasks[{k}]")
+            continue
+        tid = _task_id(task, k, problems)
+        if tid is None:
+            continue
+        if tid in seen:
+            problems.report("duplicate task id (the first occurrence is kept)", task_id=tid, field="id")
+            continue
+        seen.add(tid)
+        data = task.get("data")
+        if data is not None and type(data) is not dict:
+            problems.report(f"data must be an object, got {type(data).__name__}", task_id=tid, field="data")
+            data = None
+        if data is None:
+            applicable = all_names
+        else:
+            applicable = [n for n in all_names if all(key in data for key in keys[n])]
+        for n in texts:
+            if n in applicable:
+                t = spans.object_text(specs[n], data)
+                if t is not None:
+                    texts[n][tid] = t
+        for ann in select_annotations(task, tid, problems, include_predictions):
+            got: dict[str, list] = {n: [] for n in applicable}
+            for r, res in enumerate(ann.result):
+                if type(res) is not dict:
+                    problems.report("a result must be an object", task_id=tid,
+                                    annotation_id=ann.annotation_id, field=f"result[{r}]")
+                    continue
+                fn = res.get("from_name")
+                bucket = got.get(fn)
+                if bucket is None:
+                    _unplaced(res, fn, r, specs, cfg, tid, ann, problems)
+                    continue
+                value = res.get("value")
+                rtype = res.get("type")
+                if type(value) is not dict:
+                    problems.report("missing or not an object", task_id=tid,
+                                    annotation_id=ann.annotation_id, field=f"result[{r}].value")
+                    continue
+                if rtype is not None and rtype not in fam[fn].TYPES:
+                    problems.report(f"result type {rtype!r} does not fit control {fn!r} "
+                                    f"({specs[fn].tag})", task_id=tid,
+                                    annotation_id=ann.annotation_id, field=f"result[{r}].type")
+                    continue
+                try:
+                    bucket.append(parse[fn](res, value, specs[fn], data))
+                except SuspectValue as exc:
+                    if strict:
+                        problems.report(exc.message, task_id=tid, annotation_id=ann.annotation_id,
+                                        field=f"result[{r}].{exc.field}")
+                    problems.warn(f"task {tid}, annotation {ann.annotation_id}, field "
+                                  f"'result[{r}].{exc.field}': {exc.message} (kept)")
+                    bucket.append(exc.keep)
+                except BadValue as exc:
+                    problems.report(exc.message, task_id=tid, annotation_id=ann.annotation_id,
+                                    field=f"result[{r}].{exc.field}")
+                except (ValueError, TypeError, AttributeError) as exc:  # model-level checks
+                    problems.report(str(exc) or type(exc).__name__, task_id=tid,
+                                    annotation_id=ann.annotation_id, field=f"result[{r}].value")
+            who = ann.annotator
+            if ann.display and who not in names:
+                names[who] = ann.display
+            for n, parts in got.items():
+                if ann.prediction and not parts:
+                    continue  # a model predicts some controls only: the others are missing
+                if len(parts) > 1 and not multi[n]:
+                    problems.report(f"{len(parts)} results for single-valued control {n!r}; the "
+                                    f"last one counts", task_id=tid, annotation_id=ann.annotation_id,
+                                    field="result")
+                c = cells[n]
+                c[0].append(tid)
+                c[1].append(who)
+                c[2].append(parts)
+                if ann.ground_truth:
+                    gt[n].add((tid, who))
+
+    controls: dict[str, ControlData] = {}
+    for n, spec in specs.items():
+        items, who, parts = cells[n]
+        state, ctl_warn = (fam[n].plan(parts, spec) if hasattr(fam[n], "plan") else (None, []))
+        build = fam[n].build
+        vi, va, vv = [], [], []
+        for t, a, p in zip(items, who, parts):
+            v = build(p, spec, state)
+            if v is not MISSING:
+                vi.append(t)
+                va.append(a)
+                vv.append(v)
+        kind = spec.kind
+        table = pd.DataFrame({
+            "item": pd.Series(vi, dtype=object if vi and type(vi[0]) is str else None),
+            "annotator": pd.Series(va, dtype=object),
+            "value": pd.Series(vv, dtype=None if kind in ("scalar", "pairwise") and vv else object),
+        })
+        if not len(table):
+            table = pd.DataFrame({"item": pd.Series([], dtype=object),
+                                  "annotator": pd.Series([], dtype=object),
+                                  "value": pd.Series([], dtype=object)})
+        used = set(va)
+        controls[n] = ControlData(
+            name=n, tag=spec.tag, object_name=spec.object_name, kind=kind, table=table,
+            options=list(spec.labels) if spec.labels else None,
+            candidates=candidate_distances(spec), default_distance=default_distance(spec),
+            texts=texts.get(n, {}), annotator_names={a: names[a] for a in used if a in names},
+            ground_truth=gt[n], warnings=ctl_warn,
+        )
+    return Adapted(controls=controls, warnings=problems.all(), n_tasks=len(seen))
+
+
+def s_kind(spec: Any) -> str:
+    return spec.kind
+
+
+def _unplaced(res: dict, fn: Any, r: int, specs: dict, cfg: LabelingConfig, tid: Any,
+              ann: Any, problems: Problems) -> None:
+    """A result whose control is unknown, unsupported, or does not apply to the task."""
+    if fn in specs:
+        problems.warn(f"task {tid}: result for control {fn!r} but the task's data lacks "
+                      f"{specs[fn].data_keys}; ignored")
+        return
+    if isinstance(fn, str) and fn in cfg.skipped:
+        return  # unsupported control: already warned once at config level
+    rtype = res.get("type")
+    if type(fn) is not str:
+        problems.report("from_name missing or not a string", task_id=tid,
+                        annotation_id=ann.annotation_id, field=f"result[{r}].from_name")
+    elif rtype is not None and rtype not in _KNOWN_TYPES and fn not in specs:
+        problems.report(f"unknown result type {rtype!r} for from_name {fn!r} not in the config",
+                        task_id=tid, annotation_id=ann.annotation_id, field=f"result[{r}].type")
+    else:
+        problems.report(f"from_name {fn!r} is not a control of the labeling config",
+                        task_id=tid, annotation_id=ann.annotation_id, field=f"result[{r}].from_name")

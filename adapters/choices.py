@@ -1,0 +1,88 @@
+"""Classifications: Choices (single and multiple) and Taxonomy.
+
+Single choice -> the chosen string (kind ``scalar``; nominal); unanswered is *missing*.
+Multiple choice -> frozenset of strings (kind ``set``); Taxonomy -> frozenset of paths
+joined with "/" (kind ``set``). For the set kinds an annotation without a result is the
+empty set: "none of these" is an answer. A choice that is not in the config (e.g. removed
+since) is kept with a warning in lenient mode and refused in strict mode.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .config import ControlSpec
+from .errors import BadValue, SuspectValue
+from .fields import MISSING
+
+__all__ = ["TYPES", "MULTI", "parse", "build", "is_multi"]
+
+TYPES = {"choices", "taxonomy"}
+MULTI = None  # depends on the control: see is_multi
+
+
+def is_multi(spec: ControlSpec) -> bool:
+    return spec.multiple
+
+
+def _taxonomy(value: dict, spec: ControlSpec) -> frozenset:
+    paths = value.get("taxonomy")
+    if type(paths) is not list:
+        raise BadValue("value.taxonomy", "missing or not a list of paths")
+    out = []
+    for k, path in enumerate(paths):
+        if type(path) is str:
+            path = [path]
+        if type(path) is not list or not path or any(type(s) is not str for s in path):
+            raise BadValue(f"value.taxonomy[{k}]", "a path must be a non-empty list of strings")
+        out.append("/".join(path))
+    value_set = frozenset(out)
+    if spec.labels:
+        known = _prefixes(spec)
+        unknown = sorted(p for p in value_set if p not in known)
+        if unknown:
+            raise SuspectValue("value.taxonomy", f"path(s) {unknown} not in the config's taxonomy",
+                               value_set)
+    return value_set
+
+
+def _prefixes(spec: ControlSpec) -> set[str]:
+    # Taxonomy selections may stop at an inner node, so every prefix of a leaf is valid.
+    cache = spec.attrs.get("__prefixes__")
+    if cache is None:
+        pre: set[str] = set()
+        for leaf in spec.labels or ():
+            parts = leaf.split("/")
+            for k in range(1, len(parts) + 1):
+                pre.add("/".join(parts[:k]))
+        spec.attrs["__prefixes__"] = cache = pre  # type: ignore[assignment]
+    return cache  # type: ignore[return-value]
+
+
+def parse(result: dict, value: dict, spec: ControlSpec, data: Any) -> Any:
+    """One Choices/Taxonomy result: a string (single) or a frozenset (multiple)."""
+    if spec.lower == "taxonomy":
+        return _taxonomy(value, spec)
+    ch = value.get("choices")
+    if type(ch) is not list or any(type(s) is not str for s in ch):
+        raise BadValue("value.choices", "missing or not a list of strings")
+    if spec.multiple:
+        val: Any = frozenset(ch)
+        unknown = sorted(val - set(spec.labels)) if spec.labels else []
+    else:
+        if len(ch) != 1:
+            raise BadValue("value.choices", f"a single-choice control needs exactly one choice, got {len(ch)}")
+        val = ch[0]
+        unknown = [val] if spec.labels and val not in spec.labels else []
+    if unknown:
+        raise SuspectValue("value.choices", f"choice(s) {unknown} not in the config", val)
+    return val
+
+
+def build(parts: list, spec: ControlSpec, state: Any = None) -> Any:
+    """Single: the last result's choice (several results are reported by the adapter).
+    Multiple/Taxonomy: the union of the results, ``frozenset()`` when there is none."""
+    if spec.multiple:
+        if not parts:
+            return frozenset()
+        return parts[0] if len(parts) == 1 else frozenset().union(*parts)
+    return parts[-1] if parts else MISSING

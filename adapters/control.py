@@ -1,0 +1,80 @@
+"""What an adapted control tag is: a long table in the common model plus its metadata.
+
+Contract (``/work/notes/contracts.md``): one :class:`ControlData` per control tag, table
+columns ``item`` (task id), ``annotator`` (str: user id, or ``model:<version>`` for
+predictions) and ``value`` (common model value, ``ls_agreement.metrics.model``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from .config import ControlSpec
+
+__all__ = ["ControlData", "DEFAULT_DISTANCE", "default_distance", "candidate_distances"]
+
+# Default distance per value kind (measures.md §4); scalars depend on the tag.
+DEFAULT_DISTANCE: dict[str, str] = {
+    "boxes": "boxes.iou", "polygons": "polygons.iou", "keypoints": "keypoints.oks",
+    "spans": "spans.lenient", "text": "text.levenshtein", "ranking": "rankings.kendall",
+    "set": "sets.masi", "pairwise": "nominal",
+}
+_SCALAR_DEFAULT = {"choices": "nominal", "rating": "ordinal", "number": "interval",
+                   "datetime": "interval"}
+# Candidate distances that only make sense on numbers: never offered for string labels.
+_NUMERIC_ONLY = {"ordinal", "interval", "ratio"}
+
+
+@dataclass
+class ControlData:
+    """One control tag adapted to the common model (see the module docstring)."""
+
+    name: str
+    tag: str
+    object_name: str
+    kind: str
+    table: pd.DataFrame
+    options: list[str] | None
+    candidates: list[str]
+    default_distance: str
+    texts: dict[Any, str] = field(default_factory=dict)
+    annotator_names: dict[str, str] = field(default_factory=dict)
+    ground_truth: set[tuple[Any, str]] = field(default_factory=set)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def n_items(self) -> int:
+        return int(self.table["item"].nunique()) if len(self.table) else 0
+
+    def pairable(self) -> bool:
+        """True when at least one item has values from two or more annotators."""
+        if len(self.table) < 2:
+            return False
+        return bool((self.table.groupby("item", sort=False).size() >= 2).any())
+
+
+def default_distance(spec: ControlSpec) -> str:
+    """Registry name of the distance used when the settings say neither a name nor auto."""
+    if spec.kind == "scalar":
+        return _SCALAR_DEFAULT.get(spec.lower, "nominal")
+    return DEFAULT_DISTANCE.get(spec.kind, "nominal")
+
+
+def candidate_distances(spec: ControlSpec) -> list[str]:
+    """Distances ``auto`` tries: ``ls_agreement.metrics.candidates(kind)``, minus numeric
+    levels for string-valued scalars (Choices, Pairwise), default first if missing."""
+    default = default_distance(spec)
+    try:
+        from ls_agreement.metrics import candidates
+        names = list(candidates(spec.kind))
+    except Exception:  # registry not importable: fall back to the default alone
+        names = []
+    if spec.kind == "pairwise" and not names:
+        names = ["nominal"]
+    if spec.kind in ("scalar", "pairwise") and spec.lower in ("choices", "pairwise"):
+        names = [n for n in names if n not in _NUMERIC_ONLY]
+    if default not in names:
+        names.insert(0, default)
+    return names

@@ -1,0 +1,102 @@
+"""Errors and warnings of the adapters: every problem names task, annotation and field.
+
+Label Studio does not validate results (label-studio.md, "Data shapes"), so exports carry
+missing keys, NaN coordinates, cancelled annotations and duplicates. In *strict* mode the
+first problem raises :class:`AdapterError`; in *lenient* mode (the default) the offending
+result or item is skipped and a warning is collected.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["AdapterError", "Problems", "BadValue", "SuspectValue", "MAX_WARNINGS"]
+
+# Past this many detailed warnings per collector only a count is kept: a broken
+# 100k-task export must not produce a 100k-line report.
+MAX_WARNINGS = 200
+
+
+def _where(task_id: Any, annotation_id: Any, field: str | None) -> str:
+    parts = []
+    if task_id is not None:
+        parts.append(f"task {task_id}")
+    if annotation_id is not None:
+        parts.append(f"annotation {annotation_id}")
+    if field:
+        parts.append(f"field {field!r}")
+    return ", ".join(parts)
+
+
+class AdapterError(ValueError):
+    """Bad Label Studio input: names the task id, annotation id and field when known.
+
+    Attributes
+    ----------
+    task_id, annotation_id : Any or None
+        Ids as found in the export (None when the problem is not inside a task).
+    field : str or None
+        Dotted path of the offending field, e.g. ``result[0].value.width``.
+    """
+
+    def __init__(self, message: str, *, task_id: Any = None, annotation_id: Any = None,
+                 field: str | None = None) -> None:
+        self.task_id = task_id
+        self.annotation_id = annotation_id
+        self.field = field
+        self.reason = message
+        where = _where(task_id, annotation_id, field)
+        super().__init__(f"{where}: {message}" if where else message)
+
+
+class BadValue(Exception):
+    """Raised inside family parsers: ``field`` is relative to the result (``value.x``)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+        self.message = message
+
+
+class SuspectValue(BadValue):
+    """A readable value outside the config's answer set (e.g. a choice removed from the
+    config since): strict mode raises, lenient mode keeps ``keep`` and warns."""
+
+    def __init__(self, field: str, message: str, keep: object) -> None:
+        super().__init__(field, message)
+        self.keep = keep
+
+
+class Problems:
+    """Collects problems: raises the first one in strict mode, else keeps a warning.
+
+    Parameters
+    ----------
+    strict : bool
+        Raise :class:`AdapterError` at the first problem.
+    """
+
+    def __init__(self, strict: bool = False) -> None:
+        self.strict = strict
+        self.warnings: list[str] = []
+        self.dropped = 0
+
+    def report(self, message: str, *, task_id: Any = None, annotation_id: Any = None,
+               field: str | None = None) -> None:
+        """Raise (strict) or record a warning (lenient)."""
+        err = AdapterError(message, task_id=task_id, annotation_id=annotation_id, field=field)
+        if self.strict:
+            raise err
+        self.warn(str(err) + " (skipped)")
+
+    def warn(self, message: str) -> None:
+        """Record a warning that is never an error (e.g. a duplicate annotation resolved)."""
+        if len(self.warnings) < MAX_WARNINGS:
+            self.warnings.append(message)
+        else:
+            self.dropped += 1
+
+    def all(self) -> list[str]:
+        """The warnings, with a final count of those not kept."""
+        if self.dropped:
+            return [*self.warnings, f"... and {self.dropped} more warnings"]
+        return list(self.warnings)

@@ -1,0 +1,101 @@
+"""Rankings: Ranker on a List object, plain or with Buckets.
+
+``value.ranker`` maps a ranker or bucket name to item ids (label-studio.md); ``_`` holds
+the items not put in any bucket. The items themselves come from the List object's data
+(a list of ``{"id", ...}``). A plain Ranker's value is the tuple of ids, best first. With
+buckets the value is a :class:`BucketRanking`: the same flat tuple (buckets in config
+order, each bucket's items in their dragged order, unbucketed items last), which any
+ranking distance can read, plus ``.groups``: one tuple of ids per bucket (``_`` last), for
+distances that compare buckets as ordered categories. Unanswered is *missing*.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .config import ControlSpec
+from .errors import BadValue, SuspectValue
+from .fields import MISSING
+
+__all__ = ["TYPES", "MULTI", "parse", "build", "BucketRanking"]
+
+TYPES = {"ranker"}
+MULTI = False
+
+
+class BucketRanking(tuple):
+    """A flat ranking (ids best first) that also knows its bucket groups."""
+
+    groups: tuple[tuple[str, ...], ...]
+    bucket_names: tuple[str, ...]
+
+    def __new__(cls, groups: tuple[tuple[str, ...], ...], names: tuple[str, ...]) -> "BucketRanking":
+        self = super().__new__(cls, [i for g in groups for i in g])
+        self.groups = groups
+        self.bucket_names = names
+        return self
+
+    def __reduce__(self) -> tuple:
+        return (BucketRanking, (self.groups, self.bucket_names))
+
+
+def _ids(v: Any, field: str) -> tuple[str, ...]:
+    if type(v) is not list:
+        raise BadValue(field, "expected a list of item ids")
+    out = []
+    for k, x in enumerate(v):
+        if type(x) is str:
+            out.append(x)
+        elif type(x) is int:
+            out.append(str(x))
+        else:
+            raise BadValue(f"{field}[{k}]", f"item id must be a string or an int, got {type(x).__name__}")
+    return tuple(out)
+
+
+def _list_ids(spec: ControlSpec, data: Any) -> set[str] | None:
+    key = spec.data_keys[0] if spec.data_keys else None
+    if key is None or type(data) is not dict or type(data.get(key)) is not list:
+        return None
+    ids = set()
+    for item in data[key]:
+        if type(item) is dict and item.get("id") is not None:
+            ids.add(str(item["id"]))
+    return ids or None
+
+
+def parse(result: dict, value: dict, spec: ControlSpec, data: Any) -> tuple:
+    """One Ranker result -> tuple of ids, or BucketRanking.
+
+    Raises
+    ------
+    BadValue
+        ``value.ranker`` missing or not an object, ids not strings, an id ranked twice.
+        Ids not in the task's List raise :class:`SuspectValue` (kept with a warning).
+    """
+    rk = value.get("ranker")
+    if type(rk) is not dict:
+        raise BadValue("value.ranker", "missing or not an object")
+    if spec.buckets:
+        names = tuple(spec.buckets) + ("_",)
+        extra = [k for k in rk if k not in names]
+        if extra:
+            raise BadValue("value.ranker", f"unknown bucket(s) {extra}")
+        groups = tuple(_ids(rk.get(b, []), f"value.ranker.{b}") for b in names)
+        val: tuple = BucketRanking(groups, names)
+    else:
+        key = spec.name if spec.name in rk else (next(iter(rk)) if len(rk) == 1 else None)
+        if key is None:
+            raise BadValue("value.ranker", f"no ranking under {spec.name!r}")
+        val = _ids(rk[key], f"value.ranker.{key}")
+    if len(set(val)) != len(val):
+        raise BadValue("value.ranker", "an item is ranked more than once")
+    known = _list_ids(spec, data)
+    if known is not None:
+        unknown = sorted(set(val) - known)
+        if unknown:
+            raise SuspectValue("value.ranker", f"item(s) {unknown} not in the task's list", val)
+    return val
+
+
+def build(parts: list, spec: ControlSpec, state: Any = None) -> Any:
+    return parts[-1] if parts else MISSING

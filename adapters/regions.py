@@ -1,0 +1,98 @@
+"""Image regions: RectangleLabels/Rectangle, PolygonLabels/Polygon, KeyPointLabels/KeyPoint.
+
+Label Studio stores coordinates in percent of the image (0-100) plus the image size in
+pixels (``original_width``/``original_height``) on each result (label-studio.md). A
+control's values are converted to pixels when *every* region of that control carries the
+size; otherwise the whole control stays in percent (a warning says so), so that one
+control never mixes units. Rectangles keep Label Studio's rotation (degrees about the
+top-left corner), which is defined in pixel space. Multi-object kind: an annotation
+without regions for the control is the empty tuple (an answer: "nothing to mark").
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ls_agreement.metrics.model import Box, Keypoint, Polygon
+
+from .config import ControlSpec
+from .errors import BadValue
+from .fields import finite_or_none, label_key, labels_of, nonneg, number
+
+__all__ = ["TYPES", "MULTI", "parse", "plan", "build"]
+
+TYPES = {"rectanglelabels", "rectangle", "polygonlabels", "polygon", "keypointlabels",
+         "keypoint", "labels"}
+MULTI = True
+
+
+def parse(result: dict, value: dict, spec: ControlSpec, data: Any) -> tuple:
+    """One region as a raw tuple ``(label, geometry..., width_px, height_px)`` in percent.
+
+    Raises
+    ------
+    BadValue
+        Missing or non-finite coordinates, negative sizes, polygons of < 3 points.
+    """
+    region = spec.region
+    if region == "rectangle":
+        label = label_key(labels_of(value, "rectanglelabels"))
+        x, y = number(value, "x"), number(value, "y")
+        w, h = nonneg(value, "width"), nonneg(value, "height")
+        rot = number(value, "rotation") if value.get("rotation") is not None else 0.0
+        geom: tuple = (x, y, w, h, rot)
+    elif region == "polygon":
+        label = label_key(labels_of(value, "polygonlabels"))
+        pts = value.get("points")
+        if type(pts) is not list:
+            raise BadValue("value.points", "missing or not a list")
+        if len(pts) < 3:
+            raise BadValue("value.points", f"a polygon needs at least 3 points, got {len(pts)}")
+        out = []
+        for k, p in enumerate(pts):
+            if type(p) is not list or len(p) != 2:
+                raise BadValue(f"value.points[{k}]", "expected [x, y]")
+            try:
+                out.append((number({"x": p[0]}, "x"), number({"y": p[1]}, "y")))
+            except BadValue as exc:
+                raise BadValue(f"value.points[{k}]", exc.message) from None
+        geom = (tuple(out),)
+    else:
+        label = label_key(labels_of(value, "keypointlabels"))
+        geom = (number(value, "x"), number(value, "y"))
+    ow = result.get("original_width")
+    oh = result.get("original_height")
+    if ow is not None or oh is not None:
+        ow, oh = finite_or_none(ow), finite_or_none(oh)
+        if ow is None or oh is None:
+            raise BadValue("original_width", "image size must be positive finite numbers")
+    return (label, geom, ow, oh)
+
+
+def plan(cells: list[list], spec: ControlSpec) -> tuple[bool, list[str]]:
+    """Pixels for the whole control iff every region has the image size."""
+    total = missing = 0
+    for parts in cells:
+        for p in parts:
+            total += 1
+            if p[2] is None:
+                missing += 1
+    if missing and total:
+        return False, [f"control {spec.name!r}: {missing} of {total} regions lack "
+                       f"original_width/original_height; coordinates kept in percent"]
+    return True, []
+
+
+def build(parts: list, spec: ControlSpec, pixels: bool) -> tuple:
+    """The annotation's value: a tuple of Box / Polygon / Keypoint, possibly empty."""
+    region = spec.region
+    out = []
+    for label, geom, ow, oh in parts:
+        sx, sy = (ow / 100.0, oh / 100.0) if pixels else (1.0, 1.0)
+        if region == "rectangle":
+            x, y, w, h, rot = geom
+            out.append(Box(x * sx, y * sy, w * sx, h * sy, rot, label))
+        elif region == "polygon":
+            out.append(Polygon(tuple((px * sx, py * sy) for px, py in geom[0]), label))
+        else:
+            out.append(Keypoint(geom[0] * sx, geom[1] * sy, label))
+    return tuple(out)

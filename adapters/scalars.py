@@ -1,0 +1,100 @@
+"""Scalars: Rating (ordinal), Number (interval), DateTime (interval, epoch seconds).
+
+Unanswered is *missing*. Ratings are ints in 1..maxRating; numbers stay int when integral
+in the export; DateTime strings become seconds since 1970-01-01 UTC (naive times are taken
+as UTC; ``only="time"`` values become seconds since midnight, ``only="year"``/``"month"``
+the first instant of the period), so that interval distances compare them.
+"""
+from __future__ import annotations
+
+import math
+from datetime import datetime, time, timezone
+from typing import Any
+
+from .config import ControlSpec
+from .errors import BadValue, SuspectValue
+from .fields import MISSING
+
+__all__ = ["TYPES", "MULTI", "parse", "build", "parse_datetime"]
+
+TYPES = {"rating", "number", "datetime"}
+MULTI = False
+
+
+def parse_datetime(text: str) -> float:
+    """Epoch seconds of a Label Studio DateTime value ("2024-05-01", "2024-05-01T10:30",
+    "2024-05", "2024", "10:30")."""
+    s = text.strip()
+    if not s:
+        raise ValueError("empty")
+    if len(s) == 4 and s.isdigit():
+        return datetime(int(s), 1, 1, tzinfo=timezone.utc).timestamp()
+    if len(s) == 7 and s[4] == "-" and s[:4].isdigit() and s[5:].isdigit():
+        return datetime(int(s[:4]), int(s[5:]), 1, tzinfo=timezone.utc).timestamp()
+    if ":" in s and "-" not in s and "T" not in s:
+        t = time.fromisoformat(s)
+        return t.hour * 3600.0 + t.minute * 60.0 + t.second + t.microsecond / 1e6
+    dt = datetime.fromisoformat(s.replace("Z", "+00:00"))
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return dt.timestamp()
+
+
+def _number(v: Any, field: str) -> float | int:
+    if type(v) is int:
+        return v
+    if type(v) is float:
+        if not math.isfinite(v):
+            raise BadValue(field, f"not finite ({v!r})")
+        return v
+    raise BadValue(field, f"expected a number, got {type(v).__name__} {v!r}"[:120])
+
+
+def parse(result: dict, value: dict, spec: ControlSpec, data: Any) -> float | int:
+    """One scalar result.
+
+    Raises
+    ------
+    BadValue
+        Missing, non-numeric or non-finite values, unparsable dates; ratings out of
+        1..maxRating and numbers outside min..max raise :class:`SuspectValue` (kept
+        with a warning in lenient mode).
+    """
+    low = spec.lower
+    if low == "rating":
+        v = _number(value.get("rating"), "value.rating")
+        if v != int(v):
+            raise BadValue("value.rating", f"a rating must be an integer, got {v!r}")
+        v = int(v)
+        if spec.labels and not 1 <= v <= len(spec.labels):
+            raise SuspectValue("value.rating", f"rating {v} outside 1..{len(spec.labels)}", v)
+        return v
+    if low == "number":
+        v = _number(value.get("number"), "value.number")
+        lo, hi = spec.attrs.get("min"), spec.attrs.get("max")
+        try:
+            out = (lo is not None and v < float(lo)) or (hi is not None and v > float(hi))
+        except ValueError:
+            out = False
+        if out:
+            raise SuspectValue("value.number", f"{v} outside the config's range [{lo}, {hi}]", v)
+        return v
+    for key in ("datetime", "date", "time", "year", "month"):
+        raw = value.get(key)
+        if raw is not None:
+            break
+    else:
+        raise BadValue("value.datetime", "missing")
+    if type(raw) is int and key == "year":
+        raw = str(raw)
+    if type(raw) is not str:
+        raise BadValue(f"value.{key}", f"expected a date string, got {type(raw).__name__}")
+    try:
+        return parse_datetime(raw)
+    except ValueError as exc:
+        raise BadValue(f"value.{key}", f"unparsable date/time {raw!r} ({exc})"[:160]) from None
+
+
+def build(parts: list, spec: ControlSpec, state: Any = None) -> Any:
+    """The last result of the annotation (several are reported by the adapter)."""
+    return parts[-1] if parts else MISSING

@@ -1,0 +1,79 @@
+"""Text spans: Labels (and HyperTextLabels) on Text / HyperText objects.
+
+Text results carry character offsets ``start``/``end`` (end exclusive), ``text`` and
+``labels`` (label-studio.md). HyperText results carry XPaths plus ``startOffset`` /
+``endOffset``; they are used when ``globalOffsets`` is present or when both ends lie in
+the same node (the simple case), otherwise the span is skipped with a warning. Several
+labels on one span become one label ``"A|B"``. Multi-object kind: no spans = ``()``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ls_agreement.metrics.model import Span
+
+from .config import ControlSpec
+from .errors import BadValue
+from .fields import label_key, labels_of
+
+__all__ = ["TYPES", "MULTI", "parse", "build", "object_text"]
+
+TYPES = {"labels", "hypertextlabels"}
+MULTI = True
+
+
+def _offset(value: dict, key: str) -> int:
+    v = value.get(key)
+    if type(v) is int:
+        if v < 0:
+            raise BadValue(f"value.{key}", f"negative offset ({v})")
+        return v
+    if type(v) is float and v == v and v - v == 0.0 and v == int(v) and v >= 0:
+        return int(v)
+    raise BadValue(f"value.{key}", f"expected a non-negative integer offset, got {v!r}"[:120])
+
+
+def object_text(spec: ControlSpec, data: Any) -> str | None:
+    """The annotated text of a task (None when the object's data is not a string)."""
+    key = spec.data_keys[0] if spec.data_keys else None
+    if key is None or type(data) is not dict:
+        return None
+    text = data.get(key)
+    return text if type(text) is str else None
+
+
+def parse(result: dict, value: dict, spec: ControlSpec, data: Any) -> Span:
+    """One span.
+
+    Raises
+    ------
+    BadValue
+        Missing/negative/non-integer offsets, ``end < start``, offsets past the end of
+        the task's text, HyperText spans across nodes without ``globalOffsets``.
+    """
+    if "startOffset" in value or "globalOffsets" in value:
+        glob = value.get("globalOffsets")
+        if type(glob) is dict:
+            start, end = _offset(glob, "start"), _offset(glob, "end")
+        elif value.get("start") == value.get("end"):
+            start, end = _offset(value, "startOffset"), _offset(value, "endOffset")
+        else:
+            raise BadValue("value.start", "HyperText span across nodes without globalOffsets")
+        text = None
+    else:
+        start, end = _offset(value, "start"), _offset(value, "end")
+        text = object_text(spec, data)
+        if text is not None and end > len(text):
+            raise BadValue("value.end", f"offset {end} is past the end of the text ({len(text)})")
+    if end < start:
+        raise BadValue("value.end", f"end ({end}) is before start ({start})")
+    label = label_key(labels_of(value, "hypertextlabels" if spec.lower == "hypertextlabels" else "labels"))
+    snippet = value.get("text")
+    return Span(start, end, label, snippet if type(snippet) is str else None)
+
+
+def build(parts: list, spec: ControlSpec, state: Any = None) -> tuple:
+    """The annotation's value: its spans sorted by (start, end)."""
+    if len(parts) > 1:
+        parts = sorted(parts, key=lambda s: (s.start, s.end))
+    return tuple(parts)

@@ -1,0 +1,234 @@
+"""Label Studio exports -> task dicts, and which annotations of a task count.
+
+Accepted shapes (label-studio.md, "Data shapes"): the JSON export and snapshot exports
+(a list of task objects with ``annotations``), task dicts from the API (same shape), or a
+``{"tasks": [...]}`` wrapper. JSON_MIN and CSV exports flatten away annotation ids and
+annotators' identities, so they are refused with a message asking for the JSON export.
+
+Rules (documented in the README): cancelled (skipped) annotations and drafts never count;
+when one annotator has several annotations on a task the latest counts (``updated_at``,
+then ``created_at``, then id) and a warning says so; predictions count only when asked,
+as annotator ``model:<model_version>``; ``ground_truth`` annotations are marked.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable
+
+from .errors import AdapterError, Problems
+
+__all__ = ["Annotation", "load_export", "parse_export", "annotator_of", "select_annotations"]
+
+_USE_JSON = "use Label Studio's JSON export (Export -> JSON) or a snapshot export"
+
+
+@dataclass(slots=True)
+class Annotation:
+    """One annotation that counts: who, which, its results, and whether ground truth."""
+
+    annotator: str
+    annotation_id: Any
+    result: list
+    ground_truth: bool
+    display: str | None = None
+    prediction: bool = False
+
+
+def load_export(path: str | Path) -> list[dict]:
+    """Read an export file and return its list of task dicts.
+
+    Parameters
+    ----------
+    path : str or Path
+        A JSON export / snapshot export file.
+
+    Raises
+    ------
+    AdapterError
+        Unreadable file, malformed JSON (with line and column), a CSV / JSON_MIN export,
+        or a top level that is not a list of task objects.
+    """
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise AdapterError(f"cannot read export {str(p)!r}: {exc.strerror or exc}") from None
+    head = raw[:2048].lstrip()
+    if p.suffix.lower() in (".csv", ".tsv") or (head and head[:1] not in (b"[", b"{")):
+        raise AdapterError(f"{p.name} looks like a CSV/TSV export, which is not supported: {_USE_JSON}")
+    try:
+        data = json.loads(raw)
+    except UnicodeDecodeError as exc:
+        raise AdapterError(f"{p.name} is not UTF-8 text ({exc.reason})") from None
+    except json.JSONDecodeError as exc:
+        raise AdapterError(f"{p.name} is not valid JSON: {exc.msg} at line {exc.lineno} "
+                           f"column {exc.colno}") from None
+    return parse_export(data, source=p.name)
+
+
+def parse_export(data: Any, *, source: str = "export") -> list[dict]:
+    """Check the top-level shape of decoded export data and return the task list.
+
+    Parameters
+    ----------
+    data : Any
+        ``json.load`` of an export, or task dicts from the API.
+    source : str
+        Name used in error messages.
+    """
+    if isinstance(data, dict):
+        if isinstance(data.get("tasks"), list):
+            data = data["tasks"]
+        elif "annotations" in data and "id" in data:
+            data = [data]
+        else:
+            raise AdapterError(f"{source}: expected a list of tasks, got an object with keys "
+                               f"{sorted(map(str, data))[:8]}; {_USE_JSON}")
+    if not isinstance(data, list):
+        raise AdapterError(f"{source}: expected a list of tasks, got {type(data).__name__}")
+    first = next((t for t in data if isinstance(t, dict)), None)
+    if first is not None and "annotations" not in first and "data" not in first and (
+            "annotator" in first or "annotation_id" in first):
+        raise AdapterError(f"{source} looks like a JSON_MIN export (one flat row per annotation), "
+                           f"which lacks annotation ids and results: {_USE_JSON}")
+    return data
+
+
+def annotator_of(completed_by: Any) -> tuple[str, str | None]:
+    """Annotator id (as str) and display name from ``completed_by``.
+
+    ``completed_by`` is a user id (JSON export), a dict with ``id``/``email``/names
+    (snapshot exports with expanded users), or an email (tasks imported by email).
+
+    Raises
+    ------
+    ValueError
+        For None, booleans, non-finite numbers, and dicts without ``id`` or ``email``.
+    """
+    t = type(completed_by)
+    if t is int:
+        return str(completed_by), None
+    if t is dict:
+        uid = completed_by.get("id")
+        email = completed_by.get("email")
+        name = " ".join(s for s in (completed_by.get("first_name"), completed_by.get("last_name"))
+                        if isinstance(s, str) and s)
+        display = email if isinstance(email, str) and email else (name or None)
+        if type(uid) is int or (isinstance(uid, str) and uid):
+            return str(uid), display
+        if isinstance(email, str) and email:
+            return email, display
+        raise ValueError("completed_by has neither an id nor an email")
+    if t is str and completed_by:
+        return completed_by, completed_by if "@" in completed_by else None
+    if t is float and math.isfinite(completed_by) and completed_by == int(completed_by):
+        return str(int(completed_by)), None
+    raise ValueError(f"completed_by must be a user id or a user object, got {completed_by!r}")
+
+
+def _when(value: Any) -> float:
+    """Timestamp for ordering; unparsable or absent sorts first."""
+    if isinstance(value, str) and value:
+        try:
+            dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return -math.inf
+        if dt.tzinfo is None:
+            dt = dt.replace(tzinfo=timezone.utc)
+        return dt.timestamp()
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return -math.inf
+
+
+def _order_key(ann: dict) -> tuple:
+    aid = ann.get("id")
+    return (_when(ann.get("updated_at")), _when(ann.get("created_at")),
+            aid if type(aid) in (int, float) else -math.inf, str(aid))
+
+
+def select_annotations(task: dict, task_id: Any, problems: Problems,
+                       include_predictions: bool = False) -> list[Annotation]:
+    """The annotations of one task that count, at most one per annotator.
+
+    Parameters
+    ----------
+    task : dict
+        One task of the export.
+    task_id : Any
+        Its id (already validated).
+    problems : Problems
+        Where malformed annotations are reported.
+    include_predictions : bool
+        Add each prediction as annotator ``model:<model_version>``.
+    """
+    anns = task.get("annotations")
+    if anns is None:
+        anns = []
+    if not isinstance(anns, list):
+        problems.report(f"annotations must be a list, got {type(anns).__name__}",
+                        task_id=task_id, field="annotations")
+        anns = []
+    chosen: dict[str, tuple[dict, Annotation]] = {}
+    for k, ann in enumerate(anns):
+        if not isinstance(ann, dict):
+            problems.report(f"annotation must be an object, got {type(ann).__name__}",
+                            task_id=task_id, field=f"annotations[{k}]")
+            continue
+        aid = ann.get("id")
+        if ann.get("was_cancelled") is True:
+            continue  # skipped by the annotator: not an answer
+        try:
+            who, display = annotator_of(ann.get("completed_by"))
+        except ValueError as exc:
+            problems.report(str(exc), task_id=task_id, annotation_id=aid, field="completed_by")
+            continue
+        result = ann.get("result")
+        if not isinstance(result, list):
+            problems.report(f"result must be a list, got {type(result).__name__}",
+                            task_id=task_id, annotation_id=aid, field="result")
+            continue
+        item = Annotation(who, aid, result, ann.get("ground_truth") is True, display)
+        prev = chosen.get(who)
+        if prev is not None:
+            keep, drop = (ann, item), prev
+            if _order_key(prev[0]) > _order_key(ann):
+                keep, drop = prev, (ann, item)
+            problems.warn(f"task {task_id}: annotator {who} has several annotations; the latest "
+                          f"(id {keep[1].annotation_id}) counts, id {drop[1].annotation_id} is ignored")
+            chosen[who] = keep
+        else:
+            chosen[who] = (ann, item)
+    out = [a for _, a in chosen.values()]
+    if include_predictions:
+        out.extend(_predictions(task, task_id, problems, set(chosen)))
+    return out
+
+
+def _predictions(task: dict, task_id: Any, problems: Problems, taken: set[str]) -> Iterable[Annotation]:
+    preds = task.get("predictions") or []
+    if not isinstance(preds, list):
+        problems.report("predictions must be a list", task_id=task_id, field="predictions")
+        return []
+    found: dict[str, Annotation] = {}
+    for k, pred in enumerate(preds):
+        if not isinstance(pred, dict):
+            # snapshot exports list prediction ids only
+            problems.warn(f"task {task_id}: prediction #{k} is an id, not an object; export with "
+                          f"predictions expanded to include them")
+            continue
+        version = pred.get("model_version") or "unknown"
+        who = f"model:{version}"
+        result = pred.get("result")
+        if not isinstance(result, list):
+            problems.report("prediction result must be a list", task_id=task_id,
+                            annotation_id=pred.get("id"), field=f"predictions[{k}].result")
+            continue
+        if who in found:
+            problems.warn(f"task {task_id}: several predictions of {who}; the last one counts")
+        found[who] = Annotation(who, pred.get("id"), result, False, who, True)
+    return found.values()
