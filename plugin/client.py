@@ -1,0 +1,363 @@
+"""A thin, fault-tolerant wrapper around label-studio-sdk for the sync.
+
+Every call goes through the SDK (``LabelStudio(base_url=..., api_key=...)``); this module
+adds what a long sync needs on top of it: bounded retries with exponential backoff on
+5xx, 408/429, timeouts and connection errors, clear errors for a wrong URL, a refused
+token and an unknown project, token-kind detection (legacy key vs personal access
+token), and per-method request counters (tests use them to assert "nothing written").
+
+Reference: label-studio.md ("Tokens", "Data shapes"); label-studio-sdk 2.1.2
+``core/http_client.py`` (its own retries are switched off here so ours are the only
+ones and are bounded) and ``tokens/client_ext.py`` (PAT → 5-minute Bearer exchange).
+"""
+from __future__ import annotations
+
+import base64
+import json
+import random
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Sequence, TypeVar
+
+import httpx
+
+T = TypeVar("T")
+
+EXIT_BAD_INPUT, EXIT_SERVER = 2, 3
+
+
+class LabelStudioError(Exception):
+    """A problem talking to Label Studio; ``exit_code`` follows ``plugin/cli.py``."""
+
+    exit_code = EXIT_SERVER
+
+
+class ServerUnavailable(LabelStudioError):
+    """Unreachable, timing out or answering 5xx after all retries."""
+
+
+class AuthError(LabelStudioError):
+    """The token was refused (401/403) or is an expired personal access token."""
+
+
+class NotFound(LabelStudioError):
+    """The project (or task) does not exist or is not visible to this token."""
+
+
+class RequestRejected(LabelStudioError):
+    """Any other 4xx: the server understood and refused the request."""
+
+
+class BadInput(LabelStudioError):
+    """Bad user input (URL shape, settings, config the plugin does not understand)."""
+
+    exit_code = EXIT_BAD_INPUT
+
+
+def token_kind(token: str) -> str:
+    """Classify an API token as ``"legacy"``, ``"pat"`` (refresh JWT) or ``"access"`` JWT.
+
+    Parameters
+    ----------
+    token : str
+        What the user passed to ``--token``.
+
+    Returns
+    -------
+    str
+        ``"legacy"`` for an opaque key (sent as ``Authorization: Token``), ``"pat"`` for a
+        personal access token (a refresh JWT the SDK exchanges for Bearer tokens itself),
+        ``"access"`` for a short-lived access JWT.
+
+    Raises
+    ------
+    AuthError
+        A JWT whose ``exp`` lies in the past (label-studio.md, "Tokens").
+    """
+    parts = token.strip().split(".")
+    if len(parts) != 3:
+        return "legacy"
+    try:
+        pad = "=" * (-len(parts[1]) % 4)
+        claims = json.loads(base64.urlsafe_b64decode(parts[1] + pad))
+    except (ValueError, json.JSONDecodeError):
+        return "legacy"
+    if not isinstance(claims, dict):
+        return "legacy"
+    exp = claims.get("exp")
+    if isinstance(exp, (int, float)) and exp < time.time():
+        raise AuthError("the personal access token has expired: create a new one in "
+                        "Label Studio (Account & Settings → Personal Access Token)")
+    return "pat" if claims.get("token_type", "refresh") == "refresh" else "access"
+
+
+def _status_of(exc: BaseException) -> int | None:
+    status = getattr(exc, "status_code", None)
+    return int(status) if isinstance(status, int) else None
+
+
+def _is_transient(exc: BaseException) -> bool:
+    """Worth retrying: transport failures, timeouts, 5xx, 408 and 429."""
+    if isinstance(exc, (httpx.TransportError, ConnectionError, TimeoutError)):
+        return True
+    status = _status_of(exc)
+    return status is not None and (status >= 500 or status in (408, 429))
+
+
+def _body_text(exc: BaseException) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        body = body.get("detail") or body.get("validation_errors") or body
+    text = str(body if body is not None else exc)
+    return text if len(text) < 300 else text[:300] + "…"
+
+
+@dataclass
+class RetryPolicy:
+    """Bounded retries: ``attempts`` tries in all, sleeping ``base * 2**k`` (±25 % jitter,
+    capped at ``cap`` seconds) between them."""
+
+    attempts: int = 4
+    base: float = 0.5
+    cap: float = 8.0
+
+    def delay(self, k: int) -> float:
+        d = min(self.cap, self.base * 2.0 ** k)
+        return d * random.uniform(0.75, 1.25)
+
+
+class Connection:
+    """An SDK client plus retries, error translation and request counting.
+
+    Parameters
+    ----------
+    url : str
+        Label Studio base URL, e.g. ``http://localhost:8080``.
+    token : str
+        Legacy API key or personal access token (detected by :func:`token_kind`).
+    timeout : float
+        Per-request timeout in seconds.
+    retry : RetryPolicy, optional
+        Retry policy for transient failures.
+    """
+
+    def __init__(self, url: str, token: str, *, timeout: float = 60.0,
+                 retry: RetryPolicy | None = None, pool: int = 16) -> None:
+        from label_studio_sdk import LabelStudio
+
+        url = (url or "").strip().rstrip("/")
+        if not url.startswith(("http://", "https://")):
+            raise BadInput(f"--url must start with http:// or https:// (got {url!r})")
+        if not token or not token.strip():
+            raise BadInput("--token is empty")
+        self.url = url
+        self.kind = token_kind(token)
+        self.retry = retry or RetryPolicy()
+        self.calls: Counter[str] = Counter()
+        self._lock = threading.Lock()
+        limits = httpx.Limits(max_connections=pool, max_keepalive_connections=pool)
+        http = httpx.Client(timeout=timeout, follow_redirects=True, limits=limits)
+        try:
+            # max_retries=0: the SDK's own retries are unbounded in time (Retry-After up to
+            # 60 s) and skip timeouts; ours below cover both.
+            self.sdk = LabelStudio(base_url=url, api_key=token.strip(),
+                                   httpx_client=http, timeout=timeout, max_retries=0)
+        except Exception as exc:  # the SDK validates JWTs eagerly
+            raise AuthError(f"token refused by the SDK: {_body_text(exc)}") from exc
+
+    # -- core -----------------------------------------------------------------------------
+    def call(self, what: str, method: str, fn: Callable[..., T], *args: Any,
+             not_found: str | None = None, **kwargs: Any) -> T:
+        """Run ``fn(*args, **kwargs)`` with retries; translate failures into our errors.
+
+        ``what`` names the operation in messages; ``method`` (GET/PATCH/...) is counted in
+        :attr:`calls` once per attempt that reached the network layer.
+        """
+        last: BaseException | None = None
+        for k in range(self.retry.attempts):
+            with self._lock:
+                self.calls[method] += 1
+            try:
+                return fn(*args, **kwargs)
+            except Exception as exc:  # noqa: BLE001 - translated below
+                if not _is_transient(exc):
+                    raise self._translate(exc, what, not_found) from exc
+                last = exc
+                if k + 1 < self.retry.attempts:
+                    time.sleep(self.retry.delay(k))
+        assert last is not None
+        raise self._unavailable(last, what) from last
+
+    def _unavailable(self, exc: BaseException, what: str) -> ServerUnavailable:
+        status = _status_of(exc)
+        if status is not None:
+            why = f"HTTP {status}: {_body_text(exc)}"
+        elif isinstance(exc, httpx.TimeoutException):
+            why = "timed out"
+        elif isinstance(exc, httpx.ConnectError):
+            why = "connection refused or host unreachable"
+        else:
+            why = f"{type(exc).__name__}: {exc}"
+        return ServerUnavailable(
+            f"Label Studio at {self.url} failed while {what} after "
+            f"{self.retry.attempts} attempts ({why})")
+
+    def _translate(self, exc: BaseException, what: str,
+                   not_found: str | None) -> LabelStudioError:
+        status = _status_of(exc)
+        if status in (401, 403):
+            kind = {"legacy": "legacy API token", "pat": "personal access token",
+                    "access": "access token"}[self.kind]
+            hint = (" (legacy tokens must be enabled for the organization: Organization → "
+                    "API Tokens Settings)" if self.kind == "legacy" else "")
+            return AuthError(f"Label Studio at {self.url} refused the {kind} while {what}: "
+                             f"HTTP {status} {_body_text(exc)}{hint}")
+        if status == 404:
+            return NotFound(not_found or f"not found while {what} at {self.url}")
+        if status is not None and status < 400:
+            return ServerUnavailable(
+                f"{self.url} did not answer like Label Studio while {what} (HTTP {status}, "
+                f"{_body_text(exc)[:80]!r}); is the URL right?")
+        if status is not None:
+            return RequestRejected(f"Label Studio refused {what}: HTTP {status} "
+                                   f"{_body_text(exc)}")
+        if isinstance(exc, (json.JSONDecodeError, ValueError)):
+            return ServerUnavailable(
+                f"{self.url} did not answer like Label Studio while {what} "
+                f"({type(exc).__name__}: {exc}); is the URL right?")
+        if isinstance(exc, LabelStudioError):
+            return exc
+        return ServerUnavailable(f"unexpected failure while {what}: "
+                                 f"{type(exc).__name__}: {exc}")
+
+    # -- operations -----------------------------------------------------------------------
+    def whoami(self) -> dict[str, Any]:
+        """The authenticated user (checks URL and token in one request)."""
+        user = self.call("checking the token", "GET", self.sdk.users.whoami)
+        return _as_dict(user)
+
+    def get_project(self, project_id: int) -> dict[str, Any]:
+        """Project fields (``label_config``, ``title``, ...) as a dict."""
+        proj = self.call(f"reading project {project_id}", "GET", self.sdk.projects.get,
+                         project_id, not_found=f"project {project_id} does not exist on "
+                         f"{self.url} (or this token cannot see it)")
+        return _as_dict(proj)
+
+    def export_tasks(self, project_id: int,
+                     ids: Sequence[int] | None = None) -> list[dict[str, Any]]:
+        """All tasks of a project (or the given ids) through the JSON export.
+
+        One request returns every task with ``data``, ``meta``, ``annotations`` and
+        ``predictions``; far cheaper than paging ``tasks.list`` through pydantic models.
+        """
+        def go() -> list[dict[str, Any]]:
+            chunks = self.sdk.projects.exports.download_sync(
+                project_id, export_type="JSON", download_all_tasks=True,
+                ids=[str(i) for i in ids] if ids is not None else None)
+            payload = json.loads(b"".join(chunks))
+            if not isinstance(payload, list):
+                raise ValueError("export is not a JSON list")
+            return payload
+        what = (f"exporting project {project_id}" if ids is None
+                else f"re-reading {len(ids)} tasks of project {project_id}")
+        return self.call(what, "GET", go, not_found=f"project {project_id} does not exist "
+                         f"on {self.url} (or this token cannot see it)")
+
+    def list_tasks(self, project_id: int, page_size: int = 100) -> list[dict[str, Any]]:
+        """All tasks through the paginated task list (each page retried on its own)."""
+        out: list[dict[str, Any]] = []
+        page = 1
+        while True:
+            pager = self.call(f"listing tasks of project {project_id} (page {page})", "GET",
+                              self.sdk.tasks.list, project=project_id, page=page,
+                              page_size=page_size, fields="all",
+                              not_found=f"project {project_id} does not exist on {self.url}"
+                              if page == 1 else "")  # LS answers 404 past the last page
+            items = [_as_dict(t) for t in (pager.items or [])]
+            out.extend(items)
+            if len(items) < page_size or not pager.has_next:
+                return out
+            page += 1
+
+    def update_task(self, task_id: int, *, data: dict[str, Any] | None = None,
+                    meta: dict[str, Any] | None = None) -> None:
+        """PATCH a task's ``data`` and/or ``meta`` (each replaces the whole dict)."""
+        kwargs: dict[str, Any] = {}
+        if data is not None:
+            kwargs["data"] = data
+        if meta is not None:
+            kwargs["meta"] = meta
+        self.call(f"writing task {task_id}", "PATCH", self.sdk.tasks.update,
+                  str(task_id), not_found=f"task {task_id} was deleted during the sync",
+                  **kwargs)
+
+    def list_views(self, project_id: int) -> list[dict[str, Any]]:
+        views = self.call(f"listing views of project {project_id}", "GET",
+                          self.sdk.views.list, project=project_id)
+        return [_as_dict(v) for v in views]
+
+    def create_view(self, project_id: int, data: dict[str, Any]) -> dict[str, Any]:
+        return _as_dict(self.call(f"creating view {data.get('title')!r}", "POST",
+                                  self.sdk.views.create, project=project_id, data=data))
+
+    def update_view(self, view_id: int, project_id: int,
+                    data: dict[str, Any]) -> dict[str, Any]:
+        return _as_dict(self.call(f"updating view {data.get('title')!r}", "PATCH",
+                                  self.sdk.views.update, str(view_id), project=project_id,
+                                  data=data))
+
+    def delete_view(self, view_id: int) -> None:
+        self.call(f"deleting view {view_id}", "DELETE", self.sdk.views.delete, str(view_id))
+
+    def view_task_ids(self, project_id: int, view_id: int) -> list[int]:
+        """Ids of the tasks a Data Manager view shows, in its order."""
+        out: list[int] = []
+        page = 1
+        while True:
+            pager = self.call(f"listing view {view_id}", "GET", self.sdk.tasks.list,
+                              project=project_id, view=view_id, page=page, page_size=500,
+                              fields="task_only", not_found="")
+            items = list(pager.items or [])
+            out.extend(int(_as_dict(t)["id"]) for t in items)
+            if len(items) < 500 or not pager.has_next:
+                return out
+            page += 1
+
+    def users(self) -> dict[int, str]:
+        """Organization users: id -> email."""
+        users = self.call("listing users", "GET", self.sdk.users.list)
+        return {int(u["id"]): str(u.get("email") or "") for u in map(_as_dict, users)}
+
+    def close(self) -> None:
+        try:
+            self.sdk._client_wrapper.httpx_client.httpx_client.close()
+        except Exception:  # noqa: BLE001 - closing is best effort
+            pass
+
+
+def _as_dict(obj: Any) -> dict[str, Any]:
+    """SDK pydantic model (or dict) → plain dict, extra fields included."""
+    if isinstance(obj, dict):
+        return obj
+    for attr in ("model_dump", "dict"):
+        fn = getattr(obj, attr, None)
+        if fn is not None:
+            try:
+                return fn(mode="json") if attr == "model_dump" else fn()
+            except TypeError:
+                return fn()
+    raise TypeError(f"cannot read {type(obj).__name__} as a dict")
+
+
+def chunked(seq: Sequence[T] | Iterable[T], n: int) -> Iterable[list[T]]:
+    """Consecutive chunks of at most ``n`` items."""
+    buf: list[T] = []
+    for x in seq:
+        buf.append(x)
+        if len(buf) == n:
+            yield buf
+            buf = []
+    if buf:
+        yield buf

@@ -1,0 +1,63 @@
+"""``ls-agreement sync``: compute agreement for a project on a running Label Studio and
+write it back (task fields, Data Manager views, per-annotator report files)."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+HELP = ("Read a project from a running Label Studio, compute agreement for every control "
+        "tag, and write the results back (task data/meta, views, report files).")
+
+EXIT_OK, EXIT_INTERNAL, EXIT_BAD_INPUT, EXIT_SERVER = 0, 1, 2, 3
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``ls-agreement sync``."""
+    parser.add_argument("--url", default=os.environ.get("LABEL_STUDIO_URL"),
+                        help="Label Studio base URL (default: $LABEL_STUDIO_URL)")
+    parser.add_argument("--token", default=os.environ.get("LABEL_STUDIO_API_KEY"),
+                        help="legacy API token or personal access token "
+                             "(default: $LABEL_STUDIO_API_KEY)")
+    parser.add_argument("--project", type=int, required=True, help="project id")
+    parser.add_argument("--settings", help="TOML settings file ([report], [sync] tables)")
+    parser.add_argument("--state", help="SQLite state file (default: <out>/state.sqlite)")
+    parser.add_argument("--out", help="report folder "
+                        "(default: ./ls-agreement-reports/project-<id>/)")
+    parser.add_argument("--quiet", action="store_true", help="no progress output")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the sync; print a summary; return an exit code (see plugin/cli.py)."""
+    from ..client import LabelStudioError
+    from ..settings import load_settings
+    from ..sync import sync_project
+
+    if not args.url or not args.token:
+        print("error: --url and --token are required (or LABEL_STUDIO_URL / "
+              "LABEL_STUDIO_API_KEY)", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    try:
+        settings = load_settings(args.settings)
+        res = sync_project(args.url, args.token, args.project, settings,
+                           state_path=args.state, progress=not args.quiet, out_dir=args.out)
+    except LabelStudioError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    flagged = sum(1 for t in (res.report.get("tasks") or {}).values() if t.get("flag"))
+    print(f"project {res.project_id}: {res.n_tasks} tasks, {len(res.report.get('controls') or {})}"
+          f" control(s), {flagged} flagged; wrote {res.n_written} task(s), "
+          f"{res.skipped} already up to date")
+    for name, c in (res.report.get("controls") or {}).items():
+        print(f"  {name:<20} {c.get('distance')!s:<16} alpha={_fmt(c.get('alpha'))} "
+              f"sigma={_fmt(c.get('sigma'))} items={c.get('n_items')}")
+    if res.views is not None and (res.views.created or res.views.updated):
+        print(f"views: created {len(res.views.created)}, updated {len(res.views.updated)}")
+    for w in res.warnings[:10]:
+        print(f"warning: {w}", file=sys.stderr)
+    print(f"report: {res.report_paths['report'].parent}")
+    return EXIT_OK
+
+
+def _fmt(x: object) -> str:
+    return f"{x:.3f}" if isinstance(x, (int, float)) else "n/a"

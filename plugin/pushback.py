@@ -1,0 +1,311 @@
+"""Writing agreement back onto Label Studio tasks.
+
+Per task, flat numeric ``task.data`` keys prefixed ``agreement_`` (Data Manager columns
+that filter and sort numerically) and the per-control detail under ``task.meta["agreement"]``.
+``PATCH`` of ``data``/``meta`` replaces the whole dict (label-studio.md, "Writing quality
+back"), so every write is read-modify-write of a *fresh* copy read just before the write:
+a user's keys are never lost and a task edited meanwhile is merged, not overwritten.
+
+What gets written is decided by comparing the desired values with the values the task
+carries on the server (read in the same sync): equal → nothing is written, so a second
+sync with nothing changed writes nothing, and an interrupted sync resumes where it stopped.
+The annotations' fingerprint is part of the meta payload, so a task whose annotations
+changed is re-pushed even when its numbers did not move.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import time
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from .client import Connection, chunked
+
+PREFIX = "agreement_"
+META_KEY = "agreement"
+UPDATED_KEY = PREFIX + "updated"
+PAYLOAD_VERSION = 1
+_DIGITS = 6
+
+
+@dataclass
+class Desired:
+    """What one task should carry: ``data`` keys (without the timestamp) and the meta
+    payload (without its timestamp)."""
+
+    data: dict[str, Any]
+    meta: dict[str, Any]
+
+
+@dataclass
+class Write:
+    """A planned write for one task (``desired`` None = remove our keys)."""
+
+    task_id: int
+    fingerprint: str
+    desired: Desired | None
+    snapshot_data: dict[str, Any]
+
+
+@dataclass
+class PushOutcome:
+    written: list[int] = field(default_factory=list)
+    merged_fresh: list[int] = field(default_factory=list)   # user part changed meanwhile
+    vanished: list[int] = field(default_factory=list)       # deleted during the sync
+
+
+def _num(x: Any) -> float | int | None:
+    """JSON-safe, rounded number (NaN/inf → None) so float noise never forces a write."""
+    if x is None or isinstance(x, bool):
+        return None if x is None else int(x)
+    try:
+        f = float(x)
+    except (TypeError, ValueError):
+        return None
+    if not math.isfinite(f):
+        return None
+    if isinstance(x, int) or (f.is_integer() and abs(f) < 2 ** 53 and not isinstance(x, float)):
+        return int(f)
+    return round(f, _DIGITS)
+
+
+def _clean(obj: Any) -> Any:
+    """Round every float in a JSON-like structure; NaN → None."""
+    if isinstance(obj, Mapping):
+        return {str(k): _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        seq = sorted(obj, key=str) if isinstance(obj, (set, frozenset)) else obj
+        return [_clean(v) for v in seq]
+    if isinstance(obj, (bool, str)) or obj is None:
+        return obj
+    if isinstance(obj, (int, float)) or hasattr(obj, "__float__"):
+        return _num(obj)
+    return str(obj)
+
+
+def fingerprint(task: Mapping[str, Any], include_predictions: bool = False) -> str:
+    """Hash of a task's annotations: ids, ``updated_at``, author, cancelled flag, results.
+
+    Parameters
+    ----------
+    task : Mapping
+        A task as exported (``annotations``: list of dicts; ``predictions`` likewise).
+    include_predictions : bool
+        Also hash predictions (when they take part in agreement).
+
+    Returns
+    -------
+    str
+        A 40-hex-digit SHA-1 digest; equal digests mean the agreement input is unchanged.
+    """
+    def ann_key(a: Mapping[str, Any]) -> list[Any]:
+        by = a.get("completed_by")
+        if isinstance(by, Mapping):
+            by = by.get("id", by.get("email"))
+        return [a.get("id"), a.get("updated_at"), by, bool(a.get("was_cancelled")),
+                bool(a.get("ground_truth")), a.get("result")]
+
+    anns = sorted((ann_key(a) for a in task.get("annotations") or [] if isinstance(a, Mapping)),
+                  key=lambda k: str(k[0]))
+    parts: list[Any] = [anns]
+    if include_predictions:
+        preds = [p for p in task.get("predictions") or [] if isinstance(p, Mapping)]
+        parts.append(sorted(([p.get("id"), p.get("model_version"), p.get("updated_at"),
+                              p.get("result")] for p in preds), key=lambda k: str(k[0])))
+    blob = json.dumps(parts, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha1(blob.encode()).hexdigest()
+
+
+def _safe_key(name: str) -> str:
+    """A control name usable inside a flat data key (Data Manager paths split on dots)."""
+    return "".join(c if c.isalnum() or c in "_-" else "_" for c in name)
+
+
+def desired_for(report: Mapping[str, Any], task_id: int, fp: str) -> Desired | None:
+    """The values one task should carry, from a ``build_report`` result.
+
+    Parameters
+    ----------
+    report : Mapping
+        ``build_report`` output (contract of issue 4).
+    task_id : int
+        The task.
+    fp : str
+        The task's annotation fingerprint (stored in the meta payload).
+
+    Returns
+    -------
+    Desired or None
+        None when the task has no agreement (fewer than two annotators on every control).
+    """
+    tid = str(task_id)
+    controls = report.get("controls") or {}
+    per_control: dict[str, Any] = {}
+    for name, ctrl in controls.items():
+        item = (ctrl.get("items") or {}).get(tid)
+        if item is None:
+            continue
+        entry = {k: v for k, v in item.items()}
+        entry["distance"] = ctrl.get("distance")
+        names = {a: (ctrl.get("annotators") or {}).get(a, {}).get("name")
+                 for a in item.get("annotators") or []}
+        entry["annotator_names"] = {a: n for a, n in names.items() if n}
+        per_control[name] = entry
+    task = (report.get("tasks") or {}).get(tid)
+    if not per_control and task is None:
+        return None
+    task = task or {}
+    sigmas = [c.get("sigma") for c in per_control.values()]
+    sigma = task.get("sigma", min((s for s in sigmas if _num(s) is not None), default=None))
+    alphas = [_num(c.get("alpha")) for c in per_control.values()]
+    alpha = task.get("alpha", min((a for a in alphas if a is not None), default=None))
+    flag = task.get("flag")
+    if flag is None:
+        flag = any(bool(c.get("flag")) for c in per_control.values())
+    annotators = sorted({str(a) for c in per_control.values() for a in c.get("annotators") or []})
+    data: dict[str, Any] = {
+        PREFIX + "sigma": _num(sigma),
+        PREFIX + "alpha": _num(alpha),
+        PREFIX + "flag": 1 if flag else 0,
+        PREFIX + "n_annotators": len(annotators),
+    }
+    if len(controls) > 1:
+        for name, c in per_control.items():
+            data[f"{PREFIX}sigma__{_safe_key(name)}"] = _num(c.get("sigma"))
+    meta = _clean({
+        "version": PAYLOAD_VERSION,
+        "fingerprint": fp,
+        "sigma": sigma, "alpha": alpha, "flag": bool(flag),
+        "annotators": annotators,
+        "controls": per_control,
+        "keys": sorted(data) + [UPDATED_KEY],
+    })
+    return Desired(data=data, meta=meta)
+
+
+def _our_keys(data: Mapping[str, Any], meta: Mapping[str, Any] | None) -> set[str]:
+    """Data keys this plugin wrote earlier (listed in its meta payload)."""
+    payload = (meta or {}).get(META_KEY) if isinstance(meta, Mapping) else None
+    keys = payload.get("keys") if isinstance(payload, Mapping) else None
+    listed = {k for k in keys or [] if isinstance(k, str) and k.startswith(PREFIX)}
+    return listed & set(data)
+
+
+def current_of(task: Mapping[str, Any]) -> Desired | None:
+    """What a task (as read from the server) currently carries from us."""
+    data = task.get("data") or {}
+    meta = task.get("meta") if isinstance(task.get("meta"), Mapping) else {}
+    payload = meta.get(META_KEY)
+    keys = _our_keys(data, meta)
+    if not isinstance(payload, Mapping) and not keys:
+        return None
+    cur_meta = {k: v for k, v in (payload or {}).items() if k != "updated"}
+    return Desired(data={k: data[k] for k in keys if k != UPDATED_KEY}, meta=cur_meta)
+
+
+def needs_write(desired: Desired | None, current: Desired | None) -> bool:
+    """True when the server's values differ from the desired ones."""
+    if desired is None or current is None:
+        return (desired is None) != (current is None)
+    return desired.data != current.data or desired.meta != current.meta
+
+
+def user_part(data: Mapping[str, Any], meta: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The user's own data keys (everything this plugin did not write)."""
+    ours = _our_keys(data, meta)
+    return {k: v for k, v in data.items() if k not in ours}
+
+
+def merge(fresh: Mapping[str, Any], desired: Desired | None,
+          now: float) -> tuple[dict[str, Any], dict[str, Any]]:
+    """New ``data`` and ``meta`` for a task: the fresh dicts, our old keys replaced.
+
+    Parameters
+    ----------
+    fresh : Mapping
+        The task as re-read right before the write (``data``, ``meta``).
+    desired : Desired or None
+        Our values; None removes our keys and meta entry.
+    now : float
+        Epoch seconds for ``agreement_updated``.
+    """
+    fdata = dict(fresh.get("data") or {})
+    fmeta = fresh.get("meta")
+    fmeta = dict(fmeta) if isinstance(fmeta, Mapping) else {}
+    data = {k: v for k, v in fdata.items() if k not in _our_keys(fdata, fmeta)}
+    fmeta.pop(META_KEY, None)
+    if desired is not None:
+        data.update(desired.data)
+        data[UPDATED_KEY] = int(now)
+        fmeta[META_KEY] = {**desired.meta, "updated": int(now)}
+    return data, fmeta
+
+
+def push(conn: Connection, project_id: int, writes: Sequence[Write], *,
+         workers: int = 4, chunk: int = 100,
+         on_written: Callable[[Write], None] | None = None,
+         on_progress: Callable[[int], None] | None = None) -> PushOutcome:
+    """Write the planned tasks: fresh re-read per chunk, then concurrent PATCHes.
+
+    ``on_written(write)`` is called in the calling thread right after each task's PATCH
+    succeeded (the caller records state there); the first failure (after the client's
+    retries) cancels what is still queued and is re-raised.
+    """
+    out = PushOutcome()
+    done = 0
+    with ThreadPoolExecutor(max_workers=max(1, workers),
+                            thread_name_prefix="ls-agreement-push") as pool:
+        for part in chunked(writes, max(1, chunk)):
+            fresh = {int(t["id"]): t for t in conn.export_tasks(project_id,
+                                                                [w.task_id for w in part])}
+            futures: dict[Future[None], Write] = {}
+            for w in part:
+                task = fresh.get(w.task_id)
+                if task is None:
+                    out.vanished.append(w.task_id)
+                    continue
+                if (user_part(task.get("data") or {}, task.get("meta"))
+                        != user_part(w.snapshot_data, task.get("meta"))):
+                    out.merged_fresh.append(w.task_id)
+                if not needs_write(w.desired, current_of(task)):
+                    # already right on the server (e.g. a write whose answer was lost)
+                    done += 1
+                    if on_written:
+                        on_written(w)
+                    continue
+                data, meta = merge(task, w.desired, time.time())
+                futures[pool.submit(conn.update_task, w.task_id, data=data, meta=meta)] = w
+            pending = set(futures)
+            while pending:
+                finished, pending = wait(pending, return_when=FIRST_EXCEPTION)
+                for f in finished:
+                    if f.exception() is not None:
+                        for p in pending:
+                            p.cancel()
+                        _record_finished(pending, futures, out, on_written)
+                        raise f.exception()  # type: ignore[misc]
+                    w = futures[f]
+                    out.written.append(w.task_id)
+                    done += 1
+                    if on_written:
+                        on_written(w)
+                if on_progress:
+                    on_progress(done)
+    return out
+
+
+def _record_finished(pending: Iterable[Future[None]], futures: Mapping[Future[None], Write],
+                     out: PushOutcome, on_written: Callable[[Write], None] | None) -> None:
+    """After a failure, still record the writes that completed meanwhile."""
+    for p in pending:
+        try:
+            ok = p.done() and not p.cancelled() and p.exception() is None
+        except Exception:  # noqa: BLE001 - a cancelled future raises here
+            ok = False
+        if ok:
+            out.written.append(futures[p].task_id)
+            if on_written:
+                on_written(futures[p])

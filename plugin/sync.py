@@ -1,0 +1,256 @@
+"""``sync``: read a project from a running Label Studio, compute agreement for every
+control tag, write the results back.
+
+Steps: connect (checks URL and token) → read project and all tasks (one JSON export) →
+``build_report`` on the whole project (cheap) → plan per-task writes by comparing the
+desired values with what each task carries on the server → push (fresh re-read +
+concurrent PATCH; state recorded per task after its write) → Data Manager views →
+per-annotator JSON/CSV report. See design.md ("Outputs", "State and scale") and
+label-studio.md ("Writing quality back").
+"""
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from .annotator_report import write_reports
+from .client import BadInput, Connection, LabelStudioError, RetryPolicy
+from .pushback import PushOutcome, Write, current_of, desired_for, fingerprint, needs_write, push
+from .settings import PluginSettings, SyncOptions, settings_from_mapping
+from .state import SyncState, project_key
+from .views import ViewsOutcome, ensure_views
+
+ProgressCallback = Callable[[int, int], None]
+
+
+@dataclass
+class SyncResult:
+    """What a sync did.
+
+    ``report`` is the ``build_report`` output; ``n_written`` tasks were PATCHed;
+    ``skipped`` tasks already carried the right values; ``calls`` counts requests by method.
+    """
+
+    project_id: int
+    url: str
+    report: dict[str, Any]
+    report_paths: dict[str, Path]
+    n_tasks: int
+    n_written: int
+    skipped: int
+    written: list[int] = field(default_factory=list)
+    merged_fresh: list[int] = field(default_factory=list)
+    vanished: list[int] = field(default_factory=list)
+    views: ViewsOutcome | None = None
+    run_id: int | None = None
+    state_path: Path | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+    calls: dict[str, int] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+def _plugin_settings(settings: Any) -> PluginSettings:
+    if settings is None:
+        return PluginSettings()
+    if isinstance(settings, PluginSettings):
+        return settings
+    if isinstance(settings, Mapping):
+        return settings_from_mapping(settings)
+    return PluginSettings(report=settings)  # a ReportSettings
+
+
+def default_out_dir(project_id: int) -> Path:
+    """``./ls-agreement-reports/project-<id>/``."""
+    return Path("ls-agreement-reports") / f"project-{int(project_id)}"
+
+
+class _Progress:
+    """tqdm on a terminal, plain lines otherwise, plus an optional callback."""
+
+    def __init__(self, total: int, enabled: bool, callback: ProgressCallback | None) -> None:
+        self.total, self.callback, self.bar = total, callback, None
+        self.enabled = enabled and total > 0
+        self.last_line = 0.0
+        if self.enabled and sys.stderr.isatty():
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, desc="writing tasks", unit="task", file=sys.stderr)
+        elif self.enabled:
+            print(f"writing {total} tasks", file=sys.stderr, flush=True)
+        self.done = 0
+
+    def __call__(self, done: int) -> None:
+        if self.bar is not None:
+            self.bar.update(done - self.done)
+        elif self.enabled and (time.monotonic() - self.last_line > 5 or done == self.total):
+            print(f"  {done}/{self.total} tasks written", file=sys.stderr, flush=True)
+            self.last_line = time.monotonic()
+        self.done = done
+        if self.callback:
+            self.callback(done, self.total)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _annotator_emails(report: Mapping[str, Any], users: Mapping[int, str]) -> dict[int, str]:
+    """Human annotators (numeric ids) seen in the report → email."""
+    ids: set[int] = set()
+    names: dict[int, str] = {}
+    for ctrl in (report.get("controls") or {}).values():
+        for a, e in (ctrl.get("annotators") or {}).items():
+            if str(a).isdigit():
+                ids.add(int(a))
+                if isinstance(e, Mapping) and e.get("name"):
+                    names.setdefault(int(a), str(e["name"]))
+    return {i: users.get(i) or names.get(i) or str(i) for i in ids}
+
+
+def _project_summary(report: Mapping[str, Any]) -> dict[str, Any]:
+    """Project-level numbers per control (no per-item / per-annotator detail)."""
+    skip = {"items", "annotators"}
+    return {name: {k: v for k, v in ctrl.items() if k not in skip}
+            for name, ctrl in (report.get("controls") or {}).items()}
+
+
+def sync_project(url: str, token: str, project_id: int, settings: Any = None,
+                 state_path: str | Path | None = None, progress: bool = True, *,
+                 out_dir: str | Path | None = None,
+                 on_progress: ProgressCallback | None = None) -> SyncResult:
+    """Sync one project: compute agreement for every control tag and write it back.
+
+    Parameters
+    ----------
+    url, token : str
+        Label Studio base URL and API token (legacy key or personal access token).
+    project_id : int
+        The project.
+    settings : PluginSettings, ReportSettings, Mapping or None
+        Report settings (distances, flag threshold, ...) and sync options.
+    state_path : path, optional
+        SQLite state file; default ``<out_dir>/state.sqlite``.
+    progress : bool
+        Show progress (tqdm on a terminal, plain lines otherwise).
+    out_dir : path, optional
+        Where the report files go; default ``./ls-agreement-reports/project-<id>/``.
+    on_progress : callable, optional
+        ``on_progress(done, total)`` after each written task (tests stop servers from it).
+
+    Returns
+    -------
+    SyncResult
+
+    Raises
+    ------
+    LabelStudioError
+        Server, auth, not-found problems (exit 3) or bad input (exit 2); tasks written
+        before the failure are recorded, nothing else is.
+    """
+    t0 = time.perf_counter()
+    timings: dict[str, float] = {}
+    ps = _plugin_settings(settings)
+    opts: SyncOptions = ps.sync
+    project_id = int(project_id)
+    out = Path(out_dir) if out_dir is not None else default_out_dir(project_id)
+    state_file = Path(state_path) if state_path is not None else out / "state.sqlite"
+    conn = Connection(url, token, timeout=opts.timeout,
+                      retry=RetryPolicy(attempts=opts.attempts, base=opts.backoff),
+                      pool=max(4, opts.workers * 2))
+    try:
+        state = SyncState(state_file)
+    except ValueError as exc:
+        raise BadInput(str(exc)) from exc
+    key = project_key(conn.url, project_id)
+    run_id: int | None = None
+    try:
+        conn.whoami()
+        run_id = state.start_run(key)
+        project = conn.get_project(project_id)
+        tasks = conn.export_tasks(project_id)
+        timings["read"] = time.perf_counter() - t0
+
+        t1 = time.perf_counter()
+        report = _build(project, tasks, ps.report, project_id)
+        timings["compute"] = time.perf_counter() - t1
+
+        t2 = time.perf_counter()
+        include_preds = bool(getattr(ps.report, "include_predictions", False))
+        rows = state.task_rows(key)
+        writes: list[Write] = []
+        unchanged: list[tuple[int, str, dict[str, Any]]] = []
+        for task in tasks:
+            tid = int(task["id"])
+            fp = fingerprint(task, include_preds)
+            want = desired_for(report, tid, fp)
+            if needs_write(want, current_of(task)):
+                writes.append(Write(tid, fp, want, dict(task.get("data") or {})))
+            elif want is not None and rows.get(tid, ("", None))[0] != fp:
+                unchanged.append((tid, fp, {"data": want.data, "meta": want.meta}))
+        state.record_tasks(key, unchanged, run_id)
+        known = {int(t["id"]) for t in tasks}
+        state.forget_tasks(key, [t for t in rows if t not in known])
+
+        bar = _Progress(len(writes), progress, on_progress)
+        try:
+            def record(w: Write) -> None:
+                if w.desired is None:
+                    state.forget_tasks(key, [w.task_id])
+                else:
+                    state.record_tasks(key, [(w.task_id, w.fingerprint,
+                                              {"data": w.desired.data,
+                                               "meta": w.desired.meta})], run_id)
+
+            pushed: PushOutcome = push(conn, project_id, writes, workers=opts.workers,
+                                       chunk=opts.chunk, on_written=record, on_progress=bar)
+        finally:
+            bar.close()
+        state.forget_tasks(key, pushed.vanished)
+        timings["push"] = time.perf_counter() - t2
+
+        t3 = time.perf_counter()
+        views = None
+        if opts.views:
+            views = ensure_views(conn, project_id, _annotator_emails(report, conn.users()))
+        timings["views"] = time.perf_counter() - t3
+
+        header = {"server": conn.url, "project": project_id,
+                  "project_title": project.get("title"), "run_id": run_id,
+                  "generated_at": int(time.time())}
+        paths = write_reports(out, report, header)
+        state.save_project(key, {**header, "controls": _project_summary(report)})
+        timings["total"] = time.perf_counter() - t0
+        state.finish_run(run_id, "ok", len(tasks), len(pushed.written))
+        return SyncResult(
+            project_id=project_id, url=conn.url, report=report, report_paths=paths,
+            n_tasks=len(tasks), n_written=len(pushed.written),
+            skipped=len(tasks) - len(writes), written=pushed.written,
+            merged_fresh=pushed.merged_fresh, vanished=pushed.vanished, views=views,
+            run_id=run_id, state_path=state_file, timings=timings, calls=dict(conn.calls),
+            warnings=list(report.get("warnings") or []))
+    except BaseException as exc:
+        if run_id is not None:
+            state.finish_run(run_id, "failed", message=f"{type(exc).__name__}: {exc}"[:500])
+        raise
+    finally:
+        state.close()
+        conn.close()
+
+
+def _build(project: Mapping[str, Any], tasks: list[dict[str, Any]], report_settings: Any,
+           project_id: int) -> dict[str, Any]:
+    """``build_report`` with its failures turned into bad-input errors naming the project."""
+    from ls_agreement.adapters.report import build_report
+
+    config = project.get("label_config") or ""
+    if not config.strip():
+        raise BadInput(f"project {project_id} has no labeling config")
+    try:
+        return build_report(config, tasks, report_settings)
+    except LabelStudioError:
+        raise
+    except ValueError as exc:  # AdapterError and engine input errors are ValueErrors
+        raise BadInput(f"project {project_id}: cannot compute agreement: {exc}") from exc
