@@ -1,0 +1,173 @@
+"""Bounding boxes (RectangleLabels): IoU, GIoU, corner L2 and count difference.
+
+References: paper 000 appendix ("Bounding Box"); Rezatofighi et al. 2019, "Generalized
+Intersection over Union" (GIoU); measures.md §4. Rotation is honoured: boxes with a
+rotation are intersected exactly as polygons (shapely, vectorized); pairs of axis-aligned
+boxes take a closed-form numpy fast path.
+
+Similarities per box pair (then combined over the two sets, see
+:mod:`.multi_object`):
+
+- ``iou``  = |a ∩ b| / |a ∪ b|; two zero-area boxes score 1 if identical, else 0.
+- ``giou`` = IoU − |C \\ (a ∪ b)| / |C| ∈ [−1, 1], with C the smallest enclosing convex
+  object: the enclosing axis-aligned box when both boxes are axis-aligned (the paper's
+  box case), the convex hull of both boxes otherwise. It is mapped to a similarity in
+  [0, 1] as ``(1 + giou) / 2`` — so a single pair's distance is ``(1 − giou) / 2`` and
+  disjoint boxes keep GIoU's graded distance instead of being floored at 0 by the
+  best-match rule.
+- ``l2``   = max(0, 1 − (RMSE(a₀, b₀) + RMSE(a₂, b₂)) / scale) over the two opposite
+  corners (top-left and bottom-right before rotation), the appendix's "L2" with its
+  ``scale = 20`` (coordinate units) as default.
+"""
+from __future__ import annotations
+
+import numpy as np
+import shapely
+
+from ..model import Box
+from .multi_object import CountDistance, MultiObjectDistance, PackedObjects
+from .registry import register
+
+__all__ = ["BoxDistance", "box_corners", "box_pair_iou", "box_pair_giou"]
+
+SIMILARITIES = ("iou", "giou", "l2")
+
+
+def box_corners(x: np.ndarray, y: np.ndarray, w: np.ndarray, h: np.ndarray,
+                rotation: np.ndarray) -> np.ndarray:
+    """Corners of boxes rotated (degrees, clockwise on screen) about their top-left corner.
+
+    Returns
+    -------
+    ndarray, shape (n, 4, 2)
+        Top-left, top-right, bottom-right, bottom-left (Label Studio's convention,
+        as :meth:`Box.corners`).
+    """
+    t = np.radians(rotation)
+    c, s = np.cos(t), np.sin(t)
+    px = np.stack([np.zeros_like(w), w, w, np.zeros_like(w)], axis=1)
+    py = np.stack([np.zeros_like(h), np.zeros_like(h), h, h], axis=1)
+    out = np.empty((x.size, 4, 2))
+    out[..., 0] = x[:, None] + px * c[:, None] - py * s[:, None]
+    out[..., 1] = y[:, None] + px * s[:, None] + py * c[:, None]
+    return out
+
+
+def _ratio(num: np.ndarray, den: np.ndarray, d: dict, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """num/den; where den is 0 (two zero-area boxes), 1 if the boxes coincide, else 0."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = num / den
+    zero = ~(den > 0)
+    if zero.any():
+        az, bz = a[zero], b[zero]
+        r[zero] = np.all(np.abs(d["corners"][az] - d["corners"][bz]) <= 1e-12, axis=(1, 2))
+    return r
+
+
+class BoxDistance(MultiObjectDistance):
+    """Distance between two sets of boxes.
+
+    Parameters
+    ----------
+    similarity : {"iou", "giou", "l2"}
+    combine : {"pooled", "directional", "hungarian"}
+        See :mod:`.multi_object`; "pooled" is paper 000's Table 1 form.
+    labels : {"strict", "ignore"}
+    l2_scale : float
+        Corner RMSE (coordinate units) at which the ``l2`` similarity reaches 0.
+    """
+
+    region_type = Box
+    kind = "boxes"
+
+    def __init__(self, similarity: str = "iou", combine: str = "pooled",
+                 labels: str = "strict", l2_scale: float = 20.0) -> None:
+        super().__init__(combine=combine, labels=labels)
+        if similarity not in SIMILARITIES:
+            raise ValueError(f"box similarity must be one of {SIMILARITIES}, got {similarity!r}")
+        if not l2_scale > 0:
+            raise ValueError(f"l2_scale must be > 0, got {l2_scale!r}")
+        self.sim_name = similarity
+        self.l2_scale = float(l2_scale)
+        self.name = f"boxes.{similarity}"
+
+    def pack(self, packed: PackedObjects) -> None:
+        objs = packed.objects
+        n = len(objs)
+        arr = np.fromiter((v for o in objs for v in (o.x, o.y, o.width, o.height, o.rotation)),
+                          dtype=np.float64, count=5 * n).reshape(n, 5)
+        x, y, w, h, rot = arr.T
+        d = packed.data
+        d["x1"], d["y1"], d["x2"], d["y2"] = x, y, x + w, y + h
+        d["area"] = w * h
+        d["rotated"] = np.mod(rot, 360.0) != 0.0
+        d["corners"] = corners = box_corners(x, y, w, h, rot)
+        d["c0"], d["c2"] = corners[:, 0].copy(), corners[:, 2].copy()
+        d["lo"], d["hi"] = corners.min(axis=1), corners.max(axis=1)
+        d["poly"] = None
+        if d["rotated"].any():
+            d["poly"] = shapely.polygons(d["corners"])
+
+    def similarity(self, packed: PackedObjects, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        d = packed.data
+        if self.sim_name == "l2":
+            rmse = (np.sqrt(((d["c0"][a] - d["c0"][b]) ** 2).sum(axis=1) / 2.0)
+                    + np.sqrt(((d["c2"][a] - d["c2"][b]) ** 2).sum(axis=1) / 2.0))
+            return np.maximum(0.0, 1.0 - rmse / self.l2_scale)
+        if self.sim_name == "iou":
+            return box_pair_iou(d, a, b)
+        return (1.0 + box_pair_giou(d, a, b)) / 2.0
+
+
+def _aligned_parts(d: dict, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Intersection, union and enclosing-box areas of axis-aligned boxes, shape (n,) each."""
+    iw = np.minimum(d["x2"][a], d["x2"][b]) - np.maximum(d["x1"][a], d["x1"][b])
+    ih = np.minimum(d["y2"][a], d["y2"][b]) - np.maximum(d["y1"][a], d["y1"][b])
+    inter = np.clip(iw, 0, None) * np.clip(ih, 0, None)
+    union = d["area"][a] + d["area"][b] - inter
+    cw = np.maximum(d["x2"][a], d["x2"][b]) - np.minimum(d["x1"][a], d["x1"][b])
+    ch = np.maximum(d["y2"][a], d["y2"][b]) - np.minimum(d["y1"][a], d["y1"][b])
+    return inter, union, cw * ch
+
+
+def _rotated_parts(d: dict, a: np.ndarray, b: np.ndarray, hull: bool
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Exact polygon intersection, union and (optionally) convex-hull areas."""
+    pa, pb = d["poly"][a], d["poly"][b]
+    inter = np.zeros(a.size)
+    # Only pairs whose extents overlap need a GEOS intersection.
+    near = np.all((d["lo"][a] < d["hi"][b]) & (d["lo"][b] < d["hi"][a]), axis=1)
+    if near.any():
+        inter[near] = shapely.area(shapely.intersection(pa[near], pb[near]))
+    union = d["area"][a] + d["area"][b] - inter
+    c = None
+    if hull:
+        pts = np.concatenate([d["corners"][a], d["corners"][b]], axis=1)
+        c = shapely.area(shapely.convex_hull(shapely.multipoints(pts)))
+    return inter, union, c
+
+
+def box_pair_iou(d: dict, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """IoU of boxes ``a[k]`` and ``b[k]``, shape (n,), rotation honoured."""
+    inter, union, _ = _aligned_parts(d, a, b)
+    rot = d["rotated"][a] | d["rotated"][b]
+    if rot.any():
+        inter[rot], union[rot], _ = _rotated_parts(d, a[rot], b[rot], hull=False)
+    return np.clip(_ratio(inter, union, d, a, b), 0.0, 1.0)
+
+
+def box_pair_giou(d: dict, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """GIoU (Rezatofighi et al. 2019, Alg. 1) of boxes ``a[k]``, ``b[k]``, in [−1, 1]."""
+    inter, union, c = _aligned_parts(d, a, b)
+    rot = d["rotated"][a] | d["rotated"][b]
+    if rot.any():
+        inter[rot], union[rot], c[rot] = _rotated_parts(d, a[rot], b[rot], hull=True)
+    iou = _ratio(inter, union, d, a, b)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        penalty = np.where(c > 0, (c - union) / c, 0.0)
+    return np.clip(iou - penalty, -1.0, 1.0)
+
+
+for _sim in SIMILARITIES:
+    register(f"boxes.{_sim}", BoxDistance(_sim), kind="boxes", candidate=True)
+register("boxes.count", CountDistance("boxes", Box), kind="boxes")

@@ -1,0 +1,162 @@
+"""Text spans (Labels on Text/HyperText): the NER distances of paper 000.
+
+References: paper 000 appendix ("NER: single to multi", "both lenient", "strict tag",
+"strict range", "both strict"); measures.md §4. All forms are ``D = 1 − F1(P, R)`` with
+``F1 = 2PR / (P + R)`` (0 when P = R = 0):
+
+- ``spans.lenient`` (both lenient): ``P`` = mean over spans of A of the share of their
+  units covered by any span of B, ``R`` the same from B to A; tags ignored.
+- ``spans.lenient_range`` (paper's "strict tag"): the same, a unit counting only when
+  covered by a span of B with the same tag.
+- ``spans.lenient_tag`` (paper's "strict range"): ``F1`` over the *sets* of exact
+  ``(start, end)``; tags ignored.
+- ``spans.strict`` (both strict, CoNLL): ``F1`` over the sets of exact ``(start, end, tag)``.
+- ``spans.count``: ``||A| − |B||``.
+
+Units are whatever the spans' offsets count: token offsets give paper 000's token units;
+Label Studio's character offsets can be turned into token offsets with
+:func:`token_spans` (given the task text) before computing. Empty vs empty is 0, empty
+vs non-empty 1. All pairs are computed vectorized.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..model import Span
+from .base import Distance
+from ._ragged import cross_layout, hashable_codes, intersection_sizes, membership_matrix, pair_chunks
+from .multi_object import CountDistance, flatten_regions
+from .registry import register
+
+__all__ = ["SpanDistance", "token_spans", "MODES"]
+
+MODES = ("lenient", "lenient_range", "lenient_tag", "strict")
+_WORDPUNCT = re.compile(r"\w+|[^\w\s]+")
+
+
+def token_spans(text: str, spans: Sequence[Span], pattern: re.Pattern = _WORDPUNCT) -> tuple[Span, ...]:
+    """Character-offset spans -> token-offset spans over ``text``.
+
+    Tokens are nltk's ``WordPunctTokenizer`` pattern (``\\w+|[^\\w\\s]+``, no data files).
+    A token belongs to a span when they share at least one character; a span covering no
+    token becomes an empty span at the next token.
+
+    Returns
+    -------
+    tuple of Span, one per input span, offsets in tokens (end exclusive).
+    """
+    bounds = np.array([m.span() for m in pattern.finditer(text)], dtype=np.int64).reshape(-1, 2)
+    out = []
+    for sp in spans:
+        first = int(np.searchsorted(bounds[:, 1], sp.start, side="right"))
+        last = int(np.searchsorted(bounds[:, 0], sp.end, side="left"))
+        out.append(Span(first, max(first, last), sp.label, sp.text))
+    return tuple(out)
+
+
+def _merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Union of intervals as disjoint sorted intervals."""
+    if starts.size == 0:
+        return starts, ends
+    o = np.argsort(starts, kind="stable")
+    s, e = starts[o], np.maximum.accumulate(ends[o])
+    new = np.concatenate(([True], s[1:] > e[:-1]))
+    return s[new], np.maximum.reduceat(e, np.flatnonzero(new))
+
+
+class SpanDistance(Distance):
+    """Distance between two sets of spans (see module doc for the modes).
+
+    Parameters
+    ----------
+    mode : {"lenient", "lenient_range", "lenient_tag", "strict"}
+    """
+
+    kind = "spans"
+
+    def __init__(self, mode: str = "lenient") -> None:
+        if mode not in MODES:
+            raise ValueError(f"span mode must be one of {MODES}, got {mode!r}")
+        self.mode = mode
+        self.name = f"spans.{mode}"
+
+    def prepare(self, values: Sequence[Any]) -> dict:
+        packed = flatten_regions(values, Span, self.name)
+        objs = packed.objects
+        n = len(objs)
+        se = np.fromiter((v for o in objs for v in (o.start, o.end)), dtype=np.int64,
+                         count=2 * n).reshape(n, 2)
+        prep = {"counts": packed.counts}
+        if self.mode in ("lenient_tag", "strict"):
+            tagged = self.mode == "strict"
+            keys = [(o.start, o.end, o.label) if tagged else (o.start, o.end) for o in objs]
+            codes, distinct = hashable_codes(keys)
+            per_value = [np.unique(codes[s: s + c]) for s, c in zip(packed.starts, packed.counts)]
+            prep["sizes"] = np.array([c.size for c in per_value], dtype=np.float64)
+            prep["members"] = membership_matrix(per_value, len(distinct))
+            return prep
+        tagged = self.mode == "lenient_range"
+        labels = packed.labels if tagged else np.zeros(n, dtype=np.int64)
+        # Disjoint coverage of each value (per tag when tags count), so a unit covered by
+        # two overlapping spans of B is counted once.
+        ms, me, ml, mcount = [], [], [], np.zeros(packed.counts.size, dtype=np.int64)
+        for v, (s, c) in enumerate(zip(packed.starts, packed.counts)):
+            for lab in np.unique(labels[s: s + c]):
+                sel = s + np.flatnonzero(labels[s: s + c] == lab)
+                a, b = _merge(se[sel, 0], se[sel, 1])
+                ms.append(a), me.append(b), ml.append(np.full(a.size, lab))
+                mcount[v] += a.size
+        cat = (lambda xs: np.concatenate(xs) if xs else np.zeros(0, np.int64))
+        prep.update(start=se[:, 0], end=se[:, 1], label=labels, starts=packed.starts,
+                    mstart=cat(ms), mend=cat(me), mlabel=cat(ml), mcounts=mcount,
+                    mstarts=np.cumsum(mcount) - mcount)
+        return prep
+
+    def compute(self, prep: dict, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        na, nb = prep["counts"][i], prep["counts"][j]
+        out = np.where((na == 0) & (nb == 0), 0.0, 1.0)
+        both = np.flatnonzero((na > 0) & (nb > 0))
+        if both.size == 0:
+            return out
+        ii, jj = i[both], j[both]
+        if "members" in prep:
+            inter = intersection_sizes(prep["members"], ii, jj)
+            f1 = 2.0 * inter / (prep["sizes"][ii] + prep["sizes"][jj])
+        else:
+            p = self._coverage(prep, ii, jj)
+            r = self._coverage(prep, jj, ii)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                f1 = np.where(p + r > 0, 2.0 * p * r / (p + r), 0.0)
+        out[both] = 1.0 - f1
+        return np.clip(out, 0.0, 1.0)
+
+    @staticmethod
+    def _coverage(prep: dict, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        """Mean share of each span of value i covered by value j's spans, shape (n_pairs,)."""
+        na, nb = prep["counts"][i], prep["mcounts"][j]
+        out = np.empty(i.size)
+        for sl in pair_chunks(na * nb):
+            lay = cross_layout(prep["starts"][i[sl]], na[sl], prep["mstarts"][j[sl]], nb[sl])
+            a, b = lay.a, lay.b
+            sa, ea, sb, eb = prep["start"][a], prep["end"][a], prep["mstart"][b], prep["mend"][b]
+            ov = np.clip(np.minimum(ea, eb) - np.maximum(sa, sb), 0, None).astype(np.float64)
+            # A zero-length span is covered when it lies inside a span of the other side.
+            point = (ea == sa) & (sb <= sa) & (sa <= eb) & (sb < eb)
+            ov = np.where(ea == sa, point.astype(np.float64), ov)
+            ov *= prep["label"][a] == prep["mlabel"][b]
+            # Merged spans are disjoint, so summing the overlaps over B counts each unit once.
+            pair = np.repeat(np.arange(na[sl].size), na[sl])
+            local = np.arange(pair.size) - np.repeat(np.cumsum(na[sl]) - na[sl], na[sl])
+            covered = np.add.reduceat(ov, lay.offsets[pair] + local * nb[sl][pair])
+            span_idx = prep["starts"][i[sl]][pair] + local
+            share = covered / np.maximum(prep["end"] - prep["start"], 1)[span_idx]
+            out[sl] = np.bincount(pair, weights=share, minlength=na[sl].size) / na[sl]
+        return out
+
+
+for _mode in MODES:
+    register(f"spans.{_mode}", SpanDistance(_mode), kind="spans", candidate=True)
+register("spans.count", CountDistance("spans", Span), kind="spans")
