@@ -1,0 +1,336 @@
+"""`build_report`: adapters + metrics for every control tag -> the report JSON contract.
+
+Per control: ``agreement(table, distance, p, form, seed, bootstrap, flag_below)`` of the
+engine (paper 000 §4-5: α, KS, σ with d*; measures.md §3, §9); with ``distance="auto"``
+the candidates of the control are ranked by KS (``choose_distance``) and the winner is
+reported with its intervals. Then the seed measures (κx, span F1, CrowdTruth) are merged.
+
+Project level (README): a task's ``flag`` is true when *any* control flags it, and its
+``sigma`` is the *minimum* σ over the controls where it has pairs (the weakest control
+decides). An annotator's project ``sigma``/``alpha`` are the pair-weighted means of their
+per-control values (controls with more pairs weigh more); ``n_items`` counts distinct
+tasks over all controls.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable
+
+import numpy as np
+import pandas as pd
+
+from .adapt import adapt
+from .control import ControlData
+from .settings import ReportSettings
+
+__all__ = ["build_report", "control_report", "REPORT_VERSION"]
+
+REPORT_VERSION = 1
+SEED_KEYS = ("kappa_x", "span_f1", "crowdtruth")
+_HIST_BINS = 30
+
+
+def _num(v: Any) -> float | None:
+    """JSON number: NaN/inf -> None."""
+    if v is None:
+        return None
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
+
+
+def _key(item: Any) -> str:
+    return str(item)
+
+
+def _empty_entry(ctl: ControlData, settings: ReportSettings) -> dict[str, Any]:
+    table = ctl.table
+    return {
+        "tag": ctl.tag, "kind": ctl.kind, "object": ctl.object_name, "distance": None,
+        "default_distance": ctl.default_distance, "form": settings.form,
+        "alpha": None, "ks": None, "ks_statistic": None, "sigma": None, "threshold": None,
+        "n_items": int(table["item"].nunique()) if len(table) else 0, "n_pairs": 0,
+        "n_expected_pairs": 0, "n_values": int(len(table)),
+        "n_annotators": int(table["annotator"].nunique()) if len(table) else 0,
+        "p": settings.p, "flag_below": settings.flag_below,
+        "ci": {"alpha": [None, None], "ks": [None, None], "sigma": [None, None],
+               "bootstrap": settings.bootstrap, "seed": settings.seed},
+        "options": ctl.options, "n_ground_truth": len(ctl.ground_truth),
+        "diagnostics": [], "histogram": None, "items": {}, "annotators": {}, "warnings": list(ctl.warnings),
+        "notes": [],
+    }
+
+
+def _histogram(observed: np.ndarray, expected: np.ndarray, weights: np.ndarray | None) -> dict[str, Any]:
+    """Observed/expected distance distributions on shared bins (for the quality page)."""
+    hi = max(float(observed.max()) if observed.size else 0.0, float(expected.max()) if expected.size else 0.0)
+    edges = np.linspace(0.0, hi if hi > 0 else 1.0, _HIST_BINS + 1)
+    obs, _ = np.histogram(observed, bins=edges)
+    exp, _ = np.histogram(expected, bins=edges, weights=weights)
+    return {"edges": [float(e) for e in edges], "observed": [int(c) for c in obs],
+            "expected": [float(c) for c in exp]}
+
+
+def _modes(counts: list[float]) -> int:
+    """Number of well-separated peaks of a histogram (valley below half the smaller peak)."""
+    c = np.asarray(counts, dtype=float)
+    if c.sum() <= 0 or c.size < 3:
+        return 1 if c.sum() > 0 else 0
+    sm = np.convolve(np.pad(c, 1, mode="edge"), [0.25, 0.5, 0.25], mode="valid")
+    top = sm.max()
+    peaks = [k for k in range(sm.size) if sm[k] >= 0.1 * top
+             and (k == 0 or sm[k] > sm[k - 1]) and (k == sm.size - 1 or sm[k] >= sm[k + 1])]
+    n = 1 if peaks else 0
+    for a, b in zip(peaks, peaks[1:]):
+        if sm[a:b + 1].min() < 0.5 * min(sm[a], sm[b]):
+            n += 1
+    return n
+
+
+def _choose(ctl: ControlData, settings: ReportSettings, entry: dict) -> str:
+    """Winner of ``auto`` (highest KS among the candidates), recording the candidates."""
+    try:
+        from ls_agreement.metrics.choose import choose_distance
+    except ImportError:
+        entry["notes"].append("auto-unavailable")
+        return ctl.default_distance
+    if len(ctl.candidates) == 1:
+        return ctl.candidates[0]
+    # Rank candidates without intervals; only the winner is bootstrapped (below).
+    choice = choose_distance(ctl.table, ctl.candidates, p=settings.p, form=settings.form,
+                             seed=settings.seed, bootstrap=0, flag_below=settings.flag_below)
+    rows = []
+    for rec in choice.table.to_dict("records"):
+        rows.append({"distance": str(rec.get("distance")), "alpha": _num(rec.get("alpha")),
+                     "ks": _num(rec.get("ks")), "sigma": _num(rec.get("sigma"))})
+    entry["candidates"] = rows
+    return str(choice.winner)
+
+
+def control_report(ctl: ControlData, settings: ReportSettings) -> dict[str, Any]:
+    """The report entry of one control (see ``build_report``); never raises ValueError:
+    bad data becomes a warning and null numbers."""
+    from ls_agreement.metrics import agreement
+
+    entry = _empty_entry(ctl, settings)
+    table = ctl.table
+    if not ctl.pairable():
+        entry["warnings"].append("fewer than two annotators on every task: no agreement computed")
+        _annotators_only(ctl, entry)
+        return entry
+    wanted = settings.distance_for(ctl.name)
+    try:
+        dist = _choose(ctl, settings, entry) if wanted == "auto" else wanted
+        entry["distance"] = dist
+        kw = dict(p=settings.p, form=settings.form, seed=settings.seed, flag_below=settings.flag_below)
+        try:
+            res = agreement(table, dist, bootstrap=settings.bootstrap, **kw)
+        except (ValueError, ZeroDivisionError, FloatingPointError) as exc:
+            if not settings.bootstrap:
+                raise
+            # Tiny data can break resamples only: keep the point estimates.
+            res = agreement(table, dist, bootstrap=0, **kw)
+            entry["warnings"].append(f"bootstrap intervals not computed: {exc}")
+    except (ValueError, ZeroDivisionError, FloatingPointError) as exc:
+        entry["warnings"].append(f"agreement not computed: {exc}")
+        _annotators_only(ctl, entry)
+        return entry
+    for k in ("alpha", "ks", "ks_statistic", "sigma", "threshold"):
+        entry[k] = _num(getattr(res, k))
+    entry.update(n_items=int(res.n_items), n_pairs=int(res.n_pairs),
+                 n_expected_pairs=int(res.n_expected_pairs), distance=res.distance, form=res.form)
+    ci = {k: [_num(v[0]), _num(v[1])] for k, v in res.ci.items()}
+    for k in ("alpha", "ks", "sigma"):
+        entry["ci"][k] = ci.get(k, [None, None])
+    entry["ci"]["bootstrap"] = int(res.bootstrap)
+    entry["diagnostics"] = list(res.diagnostics)
+    entry["expected_exact"] = bool(res.expected_exact)
+    if res.observed.size and res.expected.size:
+        entry["histogram"] = _histogram(res.observed, res.expected, res.expected_weights)
+        modes = _modes(entry["histogram"]["expected"])
+        if modes > 1:
+            entry["diagnostics"].append(f"expected distances are multi-modal ({modes} modes): one "
+                                        "threshold d* summarises them poorly")
+    entry["items"] = _items(res.per_item, table)
+    entry["annotators"] = _annotators(res, ctl)
+    return entry
+
+
+def _items(per_item: pd.DataFrame, table: pd.DataFrame) -> dict[str, dict]:
+    who = table.groupby("item", sort=False)["annotator"].agg(list)
+    cols = {c: per_item[c].to_numpy() for c in ("sigma", "alpha", "mean_distance", "n_pairs", "flag")
+            if c in per_item.columns}
+    out: dict[str, dict] = {}
+    for k, item in enumerate(per_item.index):
+        out[_key(item)] = {
+            "sigma": _num(cols["sigma"][k]) if "sigma" in cols else None,
+            "alpha": _num(cols["alpha"][k]) if "alpha" in cols else None,
+            "mean_distance": _num(cols["mean_distance"][k]) if "mean_distance" in cols else None,
+            "n_pairs": int(cols["n_pairs"][k]) if "n_pairs" in cols else 0,
+            "flag": bool(cols["flag"][k]) if "flag" in cols else False,
+            "annotators": [str(a) for a in who.get(item, [])],
+        }
+    return out
+
+
+def _annotators(res: Any, ctl: ControlData) -> dict[str, dict]:
+    pa = res.per_annotator
+    pairs = res.pairs
+    both = pd.concat([
+        pairs.rename(columns={"annotator_a": "a", "annotator_b": "b"})[["a", "b", "distance"]],
+        pairs.rename(columns={"annotator_b": "a", "annotator_a": "b"})[["a", "b", "distance"]],
+    ])
+    mean_pairs = both.groupby(["a", "b"], sort=True)["distance"].mean()
+    co: dict[str, dict[str, float | None]] = {}
+    for (a, b), d in mean_pairs.items():
+        co.setdefault(str(a), {})[str(b)] = _num(d)
+    out: dict[str, dict] = {}
+    for a, row in zip(pa.index, pa.to_dict("records")):
+        key = str(a)
+        rec = {"name": ctl.annotator_names.get(key, key), "sigma": _num(row.get("sigma")),
+               "alpha": _num(row.get("alpha")), "mean_distance": _num(row.get("mean_distance")),
+               "n_pairs": int(row.get("n_pairs", 0) or 0), "n_items": int(row.get("n_items", 0) or 0),
+               "pairs": co.get(key, {})}
+        if "sigma_ci_low" in row:
+            rec["ci"] = {"sigma": [_num(row.get("sigma_ci_low")), _num(row.get("sigma_ci_high"))],
+                         "alpha": [_num(row.get("alpha_ci_low")), _num(row.get("alpha_ci_high"))]}
+        out[key] = rec
+    return out
+
+
+def _annotators_only(ctl: ControlData, entry: dict) -> None:
+    """Annotators with counts but no numbers (controls without agreement)."""
+    if not len(ctl.table):
+        return
+    counts = ctl.table.groupby("annotator", sort=True)["item"].nunique()
+    entry["annotators"] = {str(a): {"name": ctl.annotator_names.get(str(a), str(a)), "sigma": None,
+                                    "alpha": None, "mean_distance": None, "n_pairs": 0,
+                                    "n_items": int(n), "pairs": {}} for a, n in counts.items()}
+
+
+def _seed_measures(ctl: ControlData, settings: ReportSettings, entry: dict) -> None:
+    try:
+        from . import seed_measures
+    except ImportError:
+        entry["notes"].append("seed-unavailable")
+        return
+    try:
+        extra = seed_measures.seed_measures(ctl, settings)
+    except Exception as exc:  # a failing optional measure must not lose the core numbers
+        entry["warnings"].append(f"seed measures failed: {type(exc).__name__}: {exc}")
+        return
+    if isinstance(extra, dict):
+        for k in SEED_KEYS:
+            if k in extra:
+                entry[k] = extra[k]
+
+
+def build_report(config_xml: str, tasks: list[dict], settings: ReportSettings | None = None,
+                 *, only_items: Iterable | None = None) -> dict[str, Any]:
+    """Agreement report of a Label Studio project (contract in contracts.md, README).
+
+    Parameters
+    ----------
+    config_xml : str
+        Labeling config.
+    tasks : list of dict
+        Tasks of a JSON/snapshot export or the API.
+    settings : ReportSettings, optional
+    only_items : iterable of task ids, optional
+        Restrict the per-task output (``controls.*.items`` and ``tasks``) to these tasks.
+        The numbers are still computed on the whole project: the chance baseline and d*
+        depend on every task.
+
+    Returns
+    -------
+    dict
+        JSON-serialisable: ``controls``, ``tasks``, ``annotators``, ``warnings``,
+        ``settings``, ``n_tasks``, ``version``.
+
+    Raises
+    ------
+    AdapterError
+        Invalid config; in strict mode, any bad task/annotation/result.
+    """
+    settings = settings or ReportSettings()
+    adapted = adapt(config_xml, tasks, strict=settings.strict,
+                    include_predictions=settings.include_predictions)
+    unknown = sorted(set(settings.distances) - set(adapted.controls))
+    warnings = list(adapted.warnings)
+    if unknown:
+        warnings.append(f"settings name distances for unknown control(s) {unknown}")
+    keep = None if only_items is None else {_key(i) for i in only_items}
+    controls: dict[str, dict] = {}
+    notes: set[str] = set()
+    for name, ctl in adapted.controls.items():
+        entry = control_report(ctl, settings)
+        _seed_measures(ctl, settings, entry)
+        if keep is not None:
+            entry["items"] = {k: v for k, v in entry["items"].items() if k in keep}
+        warnings.extend(f"{name}: {w}" for w in entry["warnings"])
+        notes.update(entry.pop("notes"))
+        controls[name] = entry
+    # said once, not once per control
+    if "auto-unavailable" in notes:
+        warnings.append("distance selection (auto) unavailable: each control uses its default distance")
+    if "seed-unavailable" in notes:
+        warnings.append("seed measures (kappa_x, span F1, CrowdTruth) unavailable")
+    tasks_out = _project_tasks(controls)
+    return {
+        "version": REPORT_VERSION,
+        "n_tasks": adapted.n_tasks,
+        "controls": controls,
+        "tasks": tasks_out,
+        "annotators": _project_annotators(controls, adapted.controls),
+        "warnings": warnings,
+        "settings": settings.to_dict(),
+    }
+
+
+def _project_tasks(controls: dict[str, dict]) -> dict[str, dict]:
+    out: dict[str, dict] = {}
+    for name, entry in controls.items():
+        for item, rec in entry["items"].items():
+            t = out.setdefault(item, {"sigma": None, "flag": False, "controls": [], "flagged_controls": []})
+            t["controls"].append(name)
+            s = rec.get("sigma")
+            if s is not None and (t["sigma"] is None or s < t["sigma"]):
+                t["sigma"] = s
+            if rec.get("flag"):
+                t["flag"] = True
+                t["flagged_controls"].append(name)
+    return out
+
+
+def _project_annotators(controls: dict[str, dict], data: dict[str, ControlData]) -> dict[str, dict]:
+    items: dict[str, set] = {}
+    names: dict[str, str] = {}
+    for ctl in data.values():
+        names.update(ctl.annotator_names)
+        if len(ctl.table):
+            for a, grp in ctl.table.groupby("annotator", sort=False)["item"]:
+                items.setdefault(str(a), set()).update(grp.tolist())
+    out: dict[str, dict] = {}
+    for a in sorted(items):
+        per = {}
+        sw = aw = n_s = n_a = 0.0
+        pairs = 0
+        for name, entry in controls.items():
+            rec = entry["annotators"].get(a)
+            if rec is None:
+                continue
+            per[name] = {"sigma": rec["sigma"], "alpha": rec["alpha"], "n_pairs": rec["n_pairs"]}
+            n = rec["n_pairs"]
+            pairs += n
+            if rec["sigma"] is not None and n:
+                sw += rec["sigma"] * n
+                n_s += n
+            if rec["alpha"] is not None and n:
+                aw += rec["alpha"] * n
+                n_a += n
+        out[a] = {"name": names.get(a, a), "n_items": len(items[a]), "n_pairs": pairs,
+                  "sigma": sw / n_s if n_s else None, "alpha": aw / n_a if n_a else None,
+                  "controls": per}
+    return out

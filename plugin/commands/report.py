@@ -1,0 +1,128 @@
+"""``ls-agreement report``: agreement of an exported project, offline.
+
+Runs the adapters and the metrics on a Label Studio JSON export (or snapshot export) and
+its labeling config, for every control tag, and writes the report as JSON (the contract
+of ``ls_agreement.adapters.report.build_report``), CSV (two tables) or the HTML quality
+page. Exit codes: 0 ok, 2 bad input (message on stderr), 1 internal error (message only;
+the traceback with ``--debug``).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import traceback
+from pathlib import Path
+
+HELP = "Compute agreement for every control tag of an exported project (offline) and write a report."
+
+EXIT_OK, EXIT_INTERNAL, EXIT_BAD_INPUT = 0, 1, 2
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``ls-agreement report``."""
+    parser.add_argument("export", metavar="EXPORT.json", help="Label Studio JSON export or snapshot export")
+    parser.add_argument("--config", required=True, metavar="CONFIG.xml", help="labeling config (XML file)")
+    parser.add_argument("--distance", action="append", default=[], metavar="FROM_NAME=NAME",
+                        help="distance for one control (repeatable); default: auto (best KS)")
+    parser.add_argument("--settings", metavar="FILE.toml", help="settings file (flat or [report] table)")
+    parser.add_argument("--format", choices=("json", "csv", "html"), default="json", help="output format")
+    parser.add_argument("--out", metavar="PATH", help="output file (default: stdout); for csv the "
+                        "per-annotator table goes to PATH with '.annotators' before the suffix")
+    parser.add_argument("--strict", action="store_true", help="fail on the first bad task/annotation/result")
+    parser.add_argument("--include-predictions", action="store_true",
+                        help="count predictions as annotators model:<model_version>")
+    parser.add_argument("--bootstrap", type=int, metavar="B", help="bootstrap resamples (default 1000)")
+    parser.add_argument("--seed", type=int, help="random seed (default 0)")
+    parser.add_argument("--debug", action="store_true", help="print tracebacks of internal errors")
+
+
+def _settings(args: argparse.Namespace):  # -> ReportSettings
+    from ls_agreement.adapters.settings import ReportSettings, load_settings
+
+    settings = load_settings(args.settings) if args.settings else ReportSettings()
+    for spec in args.distance:
+        name, sep, dist = spec.partition("=")
+        if not sep or not name.strip() or not dist.strip():
+            raise ValueError(f"--distance expects FROM_NAME=NAME, got {spec!r}")
+        settings.distances[name.strip()] = dist.strip()
+    if args.strict:
+        settings.strict = True
+    if args.include_predictions:
+        settings.include_predictions = True
+    if args.bootstrap is not None:
+        if args.bootstrap < 0:
+            raise ValueError("--bootstrap must be >= 0")
+        settings.bootstrap = args.bootstrap
+    if args.seed is not None:
+        settings.seed = args.seed
+    return settings
+
+
+def _write(text: str, path: str | None) -> None:
+    if path is None:
+        sys.stdout.write(text)
+        if not text.endswith("\n"):
+            sys.stdout.write("\n")
+        return
+    Path(path).write_text(text, encoding="utf-8")
+
+
+def _check_distances(settings) -> None:  # unknown names are bad input, found before any work
+    from ls_agreement.metrics import available
+
+    known = set(available())
+    bad = sorted({d for d in settings.distances.values() if d != "auto" and d not in known})
+    if bad:
+        raise ValueError(f"unknown distance(s) {bad}; available: {', '.join(sorted(known))}")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Build the report and write it; return an exit code (see plugin/cli.py)."""
+    from ls_agreement.adapters.errors import AdapterError
+    from ls_agreement.adapters.render import render_csv, render_html
+    from ls_agreement.adapters.report import build_report
+    from ls_agreement.adapters.tasks import load_export
+
+    try:
+        settings = _settings(args)
+        _check_distances(settings)
+        try:
+            config_xml = Path(args.config).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ValueError(f"cannot read config {args.config!r}: {exc}") from None
+        tasks = load_export(args.export)
+        report = build_report(config_xml, tasks, settings)
+    except (AdapterError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except Exception as exc:  # internal error: a message, the traceback only on request
+        if args.debug:
+            traceback.print_exc()
+        print(f"internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_INTERNAL
+    try:
+        if args.format == "json":
+            _write(json.dumps(report, indent=1, allow_nan=False, default=str), args.out)
+        elif args.format == "html":
+            _write(render_html(report), args.out)
+        else:
+            tasks_csv, ann_csv = render_csv(report)
+            if args.out:
+                out = Path(args.out)
+                _write(tasks_csv, str(out))
+                _write(ann_csv, str(out.with_name(out.stem + ".annotators" + (out.suffix or ".csv"))))
+            else:
+                _write(tasks_csv + "\n" + ann_csv, None)
+    except OSError as exc:
+        print(f"error: cannot write {args.out!r}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except Exception as exc:
+        if args.debug:
+            traceback.print_exc()
+        print(f"internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_INTERNAL
+    n_warn = len(report["warnings"])
+    if n_warn:
+        print(f"{n_warn} warning(s); see the report's 'warnings'", file=sys.stderr)
+    return EXIT_OK
