@@ -124,7 +124,8 @@ def _safe_key(name: str) -> str:
     return "".join(c if c.isalnum() or c in "_-" else "_" for c in name)
 
 
-def desired_for(report: Mapping[str, Any], task_id: int, fp: str) -> Desired | None:
+def desired_for(report: Mapping[str, Any], task_id: int, fp: str,
+                names: Mapping[str, str] | None = None) -> Desired | None:
     """The values one task should carry, from a ``build_report`` result.
 
     Parameters
@@ -135,6 +136,8 @@ def desired_for(report: Mapping[str, Any], task_id: int, fp: str) -> Desired | N
         The task.
     fp : str
         The task's annotation fingerprint (stored in the meta payload).
+    names : Mapping[str, str], optional
+        Annotator id -> email, stored with the task's annotators.
 
     Returns
     -------
@@ -150,9 +153,6 @@ def desired_for(report: Mapping[str, Any], task_id: int, fp: str) -> Desired | N
             continue
         entry = {k: v for k, v in item.items()}
         entry["distance"] = ctrl.get("distance")
-        names = {a: (ctrl.get("annotators") or {}).get(a, {}).get("name")
-                 for a in item.get("annotators") or []}
-        entry["annotator_names"] = {a: n for a, n in names.items() if n}
         per_control[name] = entry
     task = (report.get("tasks") or {}).get(tid)
     if not per_control and task is None:
@@ -179,7 +179,7 @@ def desired_for(report: Mapping[str, Any], task_id: int, fp: str) -> Desired | N
         "version": PAYLOAD_VERSION,
         "fingerprint": fp,
         "sigma": sigma, "alpha": alpha, "flag": bool(flag),
-        "annotators": annotators,
+        "annotators": {a: (names or {}).get(a, a) for a in annotators},
         "controls": per_control,
         "keys": sorted(data) + [UPDATED_KEY],
     })

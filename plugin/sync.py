@@ -179,13 +179,15 @@ def sync_project(url: str, token: str, project_id: int, settings: Any = None,
 
         t2 = time.perf_counter()
         include_preds = bool(getattr(ps.report, "include_predictions", False))
+        users = conn.users()
+        names = {str(i): e for i, e in users.items() if e}
         rows = state.task_rows(key)
         writes: list[Write] = []
         unchanged: list[tuple[int, str, dict[str, Any]]] = []
         for task in tasks:
             tid = int(task["id"])
             fp = fingerprint(task, include_preds)
-            want = desired_for(report, tid, fp)
+            want = desired_for(report, tid, fp, names)
             if needs_write(want, current_of(task)):
                 writes.append(Write(tid, fp, want, dict(task.get("data") or {})))
             elif want is not None and rows.get(tid, ("", None))[0] != fp:
@@ -214,7 +216,7 @@ def sync_project(url: str, token: str, project_id: int, settings: Any = None,
         t3 = time.perf_counter()
         views = None
         if opts.views:
-            views = ensure_views(conn, project_id, _annotator_emails(report, conn.users()))
+            views = ensure_views(conn, project_id, _annotator_emails(report, users))
         timings["views"] = time.perf_counter() - t3
 
         header = {"server": conn.url, "project": project_id,

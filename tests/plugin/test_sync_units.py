@@ -50,14 +50,15 @@ def test_token_kind() -> None:
 
 
 def test_desired_numbers_and_keys() -> None:
-    d = desired_for(REPORT, 7, "fp")
+    d = desired_for(REPORT, 7, "fp", {"3": "a@x"})
     assert d is not None
     assert d.data["agreement_sigma"] == 0.25
     assert d.data["agreement_alpha"] == -0.1          # worst control
     assert d.data["agreement_flag"] == 1
     assert d.data["agreement_n_annotators"] == 3
     assert d.data["agreement_sigma__score"] == 0.9
-    assert d.meta["controls"]["label"]["annotator_names"] == {"3": "a@x"}
+    assert d.meta["annotators"] == {"3": "a@x", "4": "4", "5": "5"}
+    assert d.meta["controls"]["label"]["sigma"] == 0.25
     assert desired_for(REPORT, 8, "fp") is None
 
 
