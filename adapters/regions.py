@@ -87,12 +87,19 @@ def build(parts: list, spec: ControlSpec, pixels: bool) -> tuple:
     region = spec.region
     out = []
     for label, geom, ow, oh in parts:
-        sx, sy = (ow / 100.0, oh / 100.0) if pixels else (1.0, 1.0)
         if region == "rectangle":
             x, y, w, h, rot = geom
-            out.append(Box(x * sx, y * sy, w * sx, h * sy, rot, label))
+            if pixels:  # x * size / 100 (not x * (size / 100)): exact for whole percents
+                x, y, w, h = x * ow / 100.0, y * oh / 100.0, w * ow / 100.0, h * oh / 100.0
+            out.append(Box(x, y, w, h, rot, label))
         elif region == "polygon":
-            out.append(Polygon(tuple((px * sx, py * sy) for px, py in geom[0]), label))
+            pts = geom[0]
+            if pixels:
+                pts = tuple((px * ow / 100.0, py * oh / 100.0) for px, py in pts)
+            out.append(Polygon(pts, label))
         else:
-            out.append(Keypoint(geom[0] * sx, geom[1] * sy, label))
+            x, y = geom
+            if pixels:
+                x, y = x * ow / 100.0, y * oh / 100.0
+            out.append(Keypoint(x, y, label))
     return tuple(out)

@@ -101,8 +101,11 @@ def _annotator_plot(entry: dict) -> str:
     for col, key in enumerate(("sigma", "alpha")):
         ax = fig.add_subplot(1, 2, col + 1)
         vals = [v.get(key) if v.get(key) is not None else 0.0 for _, v in anns]
-        lo = [max(0.0, vals[k] - (v.get("ci", {}).get(key, [None])[0] or vals[k])) for k, (_, v) in enumerate(anns)]
-        hi = [max(0.0, (v.get("ci", {}).get(key, [None, None])[1] or vals[k]) - vals[k]) for k, (_, v) in enumerate(anns)]
+        lo, hi = [], []
+        for k, (_, v) in enumerate(anns):
+            ci = (v.get("ci") or {}).get(key) or [None, None]
+            lo.append(max(0.0, vals[k] - ci[0]) if ci[0] is not None else 0.0)
+            hi.append(max(0.0, ci[1] - vals[k]) if ci[1] is not None else 0.0)
         ax.barh(range(len(anns)), vals, xerr=[lo, hi], color="#1f6feb" if key == "sigma" else "#8250df",
                 ecolor="#333", capsize=2)
         ax.set_yticks(range(len(anns)))

@@ -57,8 +57,10 @@ def load_export(path: str | Path) -> list[dict]:
         raw = p.read_bytes()
     except OSError as exc:
         raise AdapterError(f"cannot read export {str(p)!r}: {exc.strerror or exc}") from None
-    head = raw[:2048].lstrip()
-    if p.suffix.lower() in (".csv", ".tsv") or (head and head[:1] not in (b"[", b"{")):
+    head = raw[:4096].lstrip()
+    first_line = head.split(b"\n", 1)[0]
+    csv_like = head[:1] not in (b"[", b"{") and (b"," in first_line or b"\t" in first_line)
+    if p.suffix.lower() in (".csv", ".tsv") or csv_like:
         raise AdapterError(f"{p.name} looks like a CSV/TSV export, which is not supported: {_USE_JSON}")
     try:
         data = json.loads(raw)
@@ -67,6 +69,8 @@ def load_export(path: str | Path) -> list[dict]:
     except json.JSONDecodeError as exc:
         raise AdapterError(f"{p.name} is not valid JSON: {exc.msg} at line {exc.lineno} "
                            f"column {exc.colno}") from None
+    except RecursionError:
+        raise AdapterError(f"{p.name} is not valid JSON: nested too deeply") from None
     return parse_export(data, source=p.name)
 
 
