@@ -309,7 +309,8 @@ def cross_kappa(table_x: pd.DataFrame, table_y: pd.DataFrame, distance: Distance
     ci: dict[str, tuple[float, float]] = {}
     if bootstrap and bootstrap > 0:
         kb, nb = [], []
-        for w in iter_multiplicities(n, bootstrap, rng, chunk=max(1, min(bootstrap, 4_000_000 // max(n, 1)))):
+        width = max(n, 1 if linear else int(d_exp.size))  # bound each chunk's (replicates x width) arrays
+        for w in iter_multiplicities(n, bootstrap, rng, chunk=max(1, min(bootstrap, 4_000_000 // width))):
             wf = w.astype(np.float64)
             if linear:
                 bo, be = _cross_linear(lvl, item_x, item_y, xv, yv, n, wf)

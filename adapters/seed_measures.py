@@ -1,0 +1,170 @@
+"""The seed papers' own measures for one control tag of a report (contracts.md).
+
+``seed_measures(control, settings)`` returns the keys the report merges into the
+control's entry, each only where it applies:
+
+* ``"kappa_x"`` — cross-replication reliability (paper 001) for every pair of annotator
+  pools in ``settings.groups``, and for humans vs each model version when
+  ``settings.humans_vs_model`` and the table holds ``model:*`` annotators;
+* ``"span_f1"`` — chance-corrected span F1 (paper 003) for Labels on Text, characters
+  mapped to nltk tokens through ``control.texts``;
+* ``"crowdtruth"`` — CrowdTruth 2.0 scores (paper 004) for Choices and Taxonomy
+  (closed) and for spans (open: answers are the distinct (start, end, label) given on a
+  task).
+
+Everything returned is JSON-serialisable: str keys, floats, None for undefined.
+"""
+from __future__ import annotations
+
+import math
+from itertools import combinations
+from typing import Any
+
+import pandas as pd
+
+from ls_agreement.metrics.cross_kappa import cross_kappa
+from ls_agreement.metrics.crowdtruth import crowdtruth
+from ls_agreement.metrics.model import Span
+from ls_agreement.metrics.span_f1 import char_spans_to_tokens, span_f1_table
+
+__all__ = ["seed_measures", "kappa_x_section", "span_f1_section", "crowdtruth_section"]
+
+MODEL_PREFIX = "model:"
+NONE_ANSWER = "(none)"          # CrowdTruth answer of an annotator who marked no span
+SPAN_TOKENIZER = "nltk"
+
+
+def _num(x: Any) -> float | None:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
+
+
+def _replications(control: Any, settings: Any) -> list[tuple[str, pd.DataFrame, pd.DataFrame]]:
+    table = control.table
+    ann = table["annotator"].astype(str)
+    out = []
+    groups = dict(getattr(settings, "groups", {}) or {})
+    if len(groups) >= 2:
+        for gx, gy in combinations(groups, 2):
+            mx, my = set(map(str, groups[gx])), set(map(str, groups[gy]))
+            out.append((f"{gx} vs {gy}", table[ann.isin(mx)], table[ann.isin(my)]))
+    if getattr(settings, "humans_vs_model", False):
+        is_model = ann.str.startswith(MODEL_PREFIX)
+        humans = table[~is_model]
+        for model in sorted(ann[is_model].unique()):
+            out.append((f"humans vs {model}", humans, table[ann == model]))
+    return out
+
+
+def kappa_x_section(control: Any, settings: Any) -> dict[str, dict[str, Any]]:
+    """κx per pair of replications, with the control's default distance (paper 001)."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, tx, ty in _replications(control, settings):
+        if tx.empty or ty.empty:  # a pool with no annotation on this control: nothing to say
+            continue
+        try:
+            res = cross_kappa(tx, ty, control.default_distance,
+                              bootstrap=int(getattr(settings, "bootstrap", 1000)),
+                              seed=int(getattr(settings, "seed", 0)))
+        except ValueError as exc:
+            out[name] = {"kappa_x": None, "normalized": None, "irr_x": None, "irr_y": None,
+                         "ci": None, "error": str(exc)}
+            continue
+        d = res.to_dict()
+        out[name] = {k: d[k] for k in ("kappa_x", "normalized", "irr_x", "irr_y", "d_o", "d_e",
+                                       "n_items", "n_x", "n_y", "distance")}
+        out[name]["ci"] = {**d["ci"], "bootstrap": d["bootstrap"], "seed": d["seed"]}
+    return out
+
+
+def _token_table(control: Any) -> tuple[pd.DataFrame, dict[Any, int], list[str]]:
+    rows, n_tokens, warnings = [], {}, []
+    for item, grp in control.table.groupby("item", sort=False):
+        text = control.texts.get(item)
+        if text is None:
+            warnings.append(f"span_f1: task {item!r} has no text; skipped")
+            continue
+        for ann, value in zip(grp["annotator"], grp["value"]):
+            spans = tuple(v for v in (value or ()) if isinstance(v, Span))
+            n, tok = char_spans_to_tokens(text, spans, SPAN_TOKENIZER)
+            n_tokens[item] = n
+            rows.append((item, ann, tok))
+    return pd.DataFrame(rows, columns=["item", "annotator", "value"]), n_tokens, warnings
+
+
+def span_f1_section(control: Any, settings: Any) -> dict[str, Any] | None:
+    """Micro-averaged chance-corrected span F1, per annotator and per task (paper 003)."""
+    table, n_tokens, warnings = _token_table(control)
+    if table.empty or table.groupby("item").size().max() < 2:
+        return None
+    # Label Studio lets one annotator overlap two spans of a label: their union is scored
+    res = span_f1_table(table, n_tokens, "non-overlapping", on_overlap="merge")
+    d = res.to_dict()
+    d["tokenizer"] = SPAN_TOKENIZER
+    if warnings:
+        d["warnings"] = warnings
+    return d
+
+
+def _span_answers(value: Any) -> frozenset:
+    return frozenset(f"{sp.start}-{sp.end}:{sp.label}" for sp in (value or ()) if isinstance(sp, Span))
+
+
+def _closed_options(control: Any, table: pd.DataFrame, taxonomy: bool) -> list[str]:
+    opts = list(control.options or [])
+    if taxonomy:  # a selection may stop at an inner node: every prefix is an answer
+        prefixes = {"/".join(p.split("/")[:k]) for p in opts for k in range(1, p.count("/") + 2)}
+        opts = sorted(prefixes)
+    seen = set(opts)
+    for v in table["value"]:
+        for a in ([v] if isinstance(v, str) else (v or ())):
+            if a not in seen:
+                seen.add(a)
+                opts.append(a)
+    return opts
+
+
+def crowdtruth_section(control: Any, settings: Any) -> dict[str, Any] | None:
+    """CrowdTruth 2.0 worker, unit and annotation scores (paper 004)."""
+    tag = str(control.tag).lower()
+    table = control.table[["item", "annotator", "value"]]
+    if control.kind == "spans":
+        table = table.assign(value=[_span_answers(v) for v in table["value"]])
+        options, none_token = None, NONE_ANSWER
+    elif tag in ("choices", "taxonomy"):
+        options, none_token = _closed_options(control, table, tag == "taxonomy"), None
+    else:
+        return None
+    if table.empty or table.groupby("item").size().max() < 2:
+        return None
+    try:
+        res = crowdtruth(table, options, none_token=none_token)
+    except ValueError:  # no unit with two non-empty judgements
+        return None
+    d = res.to_dict()
+    d["closed"] = options is not None
+    return d
+
+
+def seed_measures(control: Any, settings: Any) -> dict[str, Any]:
+    """The seed measures that apply to ``control`` (a ControlData) under ``settings``.
+
+    Returns
+    -------
+    dict with keys among ``"kappa_x"``, ``"span_f1"``, ``"crowdtruth"`` (contracts.md).
+    """
+    out: dict[str, Any] = {}
+    kx = kappa_x_section(control, settings)
+    if kx:
+        out["kappa_x"] = kx
+    if control.kind == "spans" and control.texts:
+        sf = span_f1_section(control, settings)
+        if sf is not None:
+            out["span_f1"] = sf
+    ct = crowdtruth_section(control, settings)
+    if ct is not None:
+        out["crowdtruth"] = ct
+    return out
