@@ -99,7 +99,9 @@ class BoxDistance(MultiObjectDistance):
         x, y, w, h, rot = arr.T
         d = packed.data
         d["x1"], d["y1"], d["x2"], d["y2"] = x, y, x + w, y + h
-        d["area"] = w * h
+        # From the rounded corners, so that the axis-aligned intersection (computed from the
+        # same corners) of a box with itself equals its area even for sub-ulp sizes.
+        d["area"] = (d["x2"] - x) * (d["y2"] - y)
         d["rotated"] = np.mod(rot, 360.0) != 0.0
         d["corners"] = corners = box_corners(x, y, w, h, rot)
         d["c0"], d["c2"] = corners[:, 0].copy(), corners[:, 2].copy()
@@ -107,6 +109,7 @@ class BoxDistance(MultiObjectDistance):
         d["poly"] = None
         if d["rotated"].any():
             d["poly"] = shapely.polygons(d["corners"])
+            d["parea"] = shapely.area(d["poly"])
 
     def similarity(self, packed: PackedObjects, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         d = packed.data
@@ -139,11 +142,15 @@ def _rotated_parts(d: dict, a: np.ndarray, b: np.ndarray, hull: bool
     near = np.all((d["lo"][a] < d["hi"][b]) & (d["lo"][b] < d["hi"][a]), axis=1)
     if near.any():
         inter[near] = shapely.area(shapely.intersection(pa[near], pb[near]))
-    union = d["area"][a] + d["area"][b] - inter
+    # GEOS can lose a sliver's self-intersection entirely; identical boxes overlap fully.
+    same = np.all(d["corners"][a] == d["corners"][b], axis=(1, 2))
+    inter[same] = d["parea"][a[same]]
+    union = d["parea"][a] + d["parea"][b] - inter
     c = None
     if hull:
         pts = np.concatenate([d["corners"][a], d["corners"][b]], axis=1)
         c = shapely.area(shapely.convex_hull(shapely.multipoints(pts)))
+        c[same] = union[same]
     return inter, union, c
 
 

@@ -144,7 +144,7 @@ class SpanDistance(Distance):
             sa, ea, sb, eb = prep["start"][a], prep["end"][a], prep["mstart"][b], prep["mend"][b]
             ov = np.clip(np.minimum(ea, eb) - np.maximum(sa, sb), 0, None).astype(np.float64)
             # A zero-length span is covered when it lies inside a span of the other side.
-            point = (ea == sa) & (sb <= sa) & (sa <= eb) & (sb < eb)
+            point = (ea == sa) & (sb <= sa) & ((sa < eb) | (sb == eb))
             ov = np.where(ea == sa, point.astype(np.float64), ov)
             ov *= prep["label"][a] == prep["mlabel"][b]
             # Merged spans are disjoint, so summing the overlaps over B counts each unit once.
