@@ -16,3 +16,5 @@ __all__ = [
     "krippendorff_alpha", "cohen_kappa", "fleiss_kappa", "landis_koch",
     "ks_score", "ks_statistic", "sigma_threshold", "sigma_score",
 ]
+from .choose import DistanceChoice, choose_distance, infer_kind
+__all__ += ["choose_distance", "DistanceChoice", "infer_kind"]
