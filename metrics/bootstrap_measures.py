@@ -5,7 +5,7 @@ Reference: measures.md §9; Wong, Paritosh & Aroyo (2021) §5 (resample items).
 A replicate draws items with replacement; every pair is re-weighted by the multiplicity
 of its item (observed) or the product of its two items' multiplicities (expected), so no
 distance is recomputed. To keep the cost independent of the data size, KS and σ use a
-seeded subsample of at most ``MAX_PAIRS`` observed and expected pairs, σ's threshold is
+seeded subsample of at most ``MAX_PAIRS`` observed and ``MAX_EXPECTED`` expected pairs, σ's threshold is
 read off a grid of the KDE mass with the full-sample bandwidth held fixed, and α uses the
 full per-item sums. Per-annotator intervals hold the project's ``d*`` and ``D̂e`` fixed.
 """
@@ -27,13 +27,14 @@ from .table import CodedTable, sample_between_pairs
 
 __all__ = ["bootstrap_intervals", "MAX_PAIRS"]
 
-MAX_PAIRS = 20_000
-_GRID = 256
+MAX_PAIRS = 20_000        # observed pairs behind each replicate's KS and σ
+MAX_EXPECTED = 5_000      # expected pairs behind each replicate's KS, σ and chance mean
+_GRID = 128
 _WINDOW = 9.0
 
 
-def _subsample(n: int, rng: np.random.Generator) -> np.ndarray:
-    return np.sort(rng.choice(n, MAX_PAIRS, replace=False)) if n > MAX_PAIRS else np.arange(n)
+def _subsample(n: int, cap: int, rng: np.random.Generator) -> np.ndarray:
+    return np.sort(rng.choice(n, cap, replace=False)) if n > cap else np.arange(n)
 
 
 class _SigmaGrid:
@@ -47,6 +48,11 @@ class _SigmaGrid:
         hi = sigma_threshold(de_sorted, min(0.95, 4.0 * p + 0.05), bandwidth=bandwidth)
         if not math.isfinite(hi):
             hi = float(de_sorted[-1]) + _WINDOW * bandwidth
+        # identical distances (scalar kinds have few) share one kernel column
+        uniq, inverse = np.unique(de_sorted, return_inverse=True)
+        self.collapse = sparse.csr_matrix((np.ones(de_sorted.size), (np.arange(de_sorted.size), inverse.ravel())),
+                                          shape=(de_sorted.size, uniq.size))
+        de_sorted = uniq
         self.grid = np.linspace(0.0, hi, _GRID)
         self.win = int(np.searchsorted(de_sorted, hi + _WINDOW * bandwidth, side="right"))
         self.kernel = ndtr((self.grid[:, None] - de_sorted[None, : self.win]) / bandwidth)  # (G, win)
@@ -59,7 +65,8 @@ class _SigmaGrid:
             for r in range(we.shape[0]):
                 out[r] = sigma_threshold(self.de, self.p, weights=we[r], bandwidth=0.0)
             return out
-        f = (we[:, : self.win] @ self.kernel.T - (we @ self.below_zero)[:, None]) / tot[:, None]
+        wu = np.asarray((self.collapse.T @ we.T).T)
+        f = (wu[:, : self.win] @ self.kernel.T - (wu @ self.below_zero)[:, None]) / tot[:, None]
         reached = f >= self.p
         k = np.argmax(reached, axis=1)
         ok = reached[np.arange(we.shape[0]), k] & (k > 0)
@@ -83,13 +90,13 @@ def bootstrap_intervals(ct: CodedTable, dist: Distance, prepared: object, do: np
     s_do = np.bincount(pair_item, weights=do, minlength=n_items)
     n_o = np.bincount(pair_item, minlength=n_items).astype(np.float64)
 
-    sel = _subsample(do.size, rng)
+    sel = _subsample(do.size, MAX_PAIRS, rng)
     do_s, it_s = do[sel], pair_item[sel]
     if ex.i is not None:
-        esel = _subsample(ex.distances.size, rng)
+        esel = _subsample(ex.distances.size, MAX_EXPECTED, rng)
         ei, ej, de = ex.i[esel], ex.j[esel], ex.distances[esel]
     else:  # tabulated exactly: draw item-aware pairs for the replicates
-        ei, ej = sample_between_pairs(ct, min(MAX_PAIRS, max(ex.n_between, 1)), rng)
+        ei, ej = sample_between_pairs(ct, min(MAX_EXPECTED, max(ex.n_between, 1)), rng)
         de = check_distances(dist.compute(prepared, ei, ej), dist.name)
     order = np.argsort(de, kind="stable")
     de, ia, ib = de[order], ct.item[ei][order], ct.item[ej][order]

@@ -71,6 +71,10 @@ class CrossKappaResult:
         }
 
 
+def _py(x: Any) -> Any:
+    return x.item() if isinstance(x, np.generic) else x
+
+
 def _check(table: pd.DataFrame, name: str) -> pd.DataFrame:
     if not isinstance(table, pd.DataFrame):
         raise ValueError(f"{name}: expected a DataFrame with columns item, annotator, value")
@@ -80,10 +84,12 @@ def _check(table: pd.DataFrame, name: str) -> pd.DataFrame:
     bad = pd.isna(table["value"].to_numpy())
     if np.ndim(bad) == 1 and bad.any():
         r = table.iloc[int(np.flatnonzero(bad)[0])]
-        raise ValueError(f"{name}: missing value for item {r['item']!r}, annotator {r['annotator']!r}")
+        raise ValueError(f"{name}: missing value for item {_py(r['item'])!r}, "
+                         f"annotator {_py(r['annotator'])!r}")
     if table.duplicated(["item", "annotator"]).any():
         r = table[table.duplicated(["item", "annotator"])].iloc[0]
-        raise ValueError(f"{name}: annotator {r['annotator']!r} has several values on item {r['item']!r}")
+        raise ValueError(f"{name}: annotator {_py(r['annotator'])!r} has several values on item "
+                         f"{_py(r['item'])!r}")
     return table
 
 
@@ -158,6 +164,16 @@ def alpha_from_counts(item: np.ndarray, x: np.ndarray, level: str, n_items: int,
 def _prepared_numbers(dist: Distance, values: np.ndarray) -> np.ndarray:
     """Nominal codes, interval values or ordinal mid-ranks, as the scalar distance prepares them."""
     return np.asarray(dist.prepare(values), dtype=np.float64)
+
+
+def _irr_numbers(dist: Distance, values: np.ndarray, item: np.ndarray, n: int) -> np.ndarray:
+    """Prepared numbers of one replication; ordinal mid-ranks from its pairable values only
+    (Krippendorff's coincidence-matrix marginals), unpairable values left at 0 (unused)."""
+    pairable = np.bincount(item, minlength=n)[item] >= 2
+    out = np.zeros(values.size)
+    if pairable.any():
+        out[pairable] = _prepared_numbers(dist, values[pairable])
+    return out
 
 
 def _cross_linear(level: str, item_x: np.ndarray, item_y: np.ndarray, xv: np.ndarray,
@@ -294,7 +310,7 @@ def cross_kappa(table_x: pd.DataFrame, table_y: pd.DataFrame, distance: Distance
         num = _prepared_numbers(dist, values)
         xv, yv = num[:vx.size], num[vx.size:]
         d_o, d_e = _cross_linear(lvl, item_x, item_y, xv, yv, n, None)
-        irr_in = [(item_x, _prepared_numbers(dist, vx)), (item_y, _prepared_numbers(dist, vy))]
+        irr_in = [(it, _irr_numbers(dist, v, it, n)) for it, v in ((item_x, vx), (item_y, vy))]
         irr = [float(alpha_from_counts(it, x, lvl, n)[0]) for it, x in irr_in]
         n_exp, exact = None, True
     else:

@@ -121,7 +121,8 @@ def crowdtruth(table: pd.DataFrame, options: Sequence[Any] | None = None, *, tol
         raise ValueError(f"table lacks column(s) {sorted(missing)}")
     if table.duplicated(["item", "annotator"]).any():
         r = table[table.duplicated(["item", "annotator"])].iloc[0]
-        raise ValueError(f"item {r['item']!r}: annotator {r['annotator']!r} has several rows")
+        item, ann = (x.item() if isinstance(x, np.generic) else x for x in (r["item"], r["annotator"]))
+        raise ValueError(f"item {item!r}: annotator {ann!r} has several rows")
     items, anns = table["item"].tolist(), table["annotator"].tolist()
     vals = [_answers(v, i, a) for v, i, a in zip(table["value"].tolist(), items, anns)]
     if none_token is not None:

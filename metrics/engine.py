@@ -18,7 +18,7 @@ from .distances.registry import DistanceLike, get_distance
 from .distributional import kde_bandwidth, ks_score, ks_statistic, sigma_score, sigma_threshold
 from .expected import Expected, expected_distances
 from .groups import per_annotator_table, per_item_table
-from .table import CodedTable, code_table, observed_pairs
+from .table import CodedTable, code_table, observed_pairs, show
 
 __all__ = ["agreement", "AgreementResult", "FORMS", "alpha_core", "AlphaCore"]
 
@@ -259,8 +259,9 @@ def _name_pair(exc: ValueError, ct: CodedTable, oi: np.ndarray, oj: np.ndarray) 
     if not m:
         return exc
     k = int(m.group(1))
-    return ValueError(f"{exc} (item {ct.item_labels[ct.item[oi[k]]]!r}, annotators "
-                      f"{ct.annotator_labels[ct.annotator[oi[k]]]!r} and {ct.annotator_labels[ct.annotator[oj[k]]]!r})")
+    return ValueError(f"{exc} (item {show(ct.item_labels[ct.item[oi[k]]])}, annotators "
+                      f"{show(ct.annotator_labels[ct.annotator[oi[k]]])} and "
+                      f"{show(ct.annotator_labels[ct.annotator[oj[k]]])})")
 
 
 def _diagnostics(do: np.ndarray, ex: Expected, ct: CodedTable) -> list[str]:

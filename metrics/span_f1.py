@@ -296,7 +296,8 @@ def span_f1_table(table: pd.DataFrame, n_tokens: Mapping[Any, int], model: str =
         raise ValueError(f"table lacks column(s) {sorted(missing)}")
     if table.duplicated(["item", "annotator"]).any():
         r = table[table.duplicated(["item", "annotator"])].iloc[0]
-        raise ValueError(f"item {r['item']!r}: annotator {r['annotator']!r} has several rows")
+        item, ann = (x.item() if isinstance(x, np.generic) else x for x in (r["item"], r["annotator"]))
+        raise ValueError(f"item {item!r}: annotator {ann!r} has several rows")
 
     rec_item, rec_label, rec_a, rec_b, rec_tp, rec_etp, rec_l = [], [], [], [], [], [], []
     for item, grp in table.groupby("item", sort=False):

@@ -46,6 +46,11 @@ class CodedTable:
         return int(self.item_size.size)
 
 
+def show(v: object) -> str:
+    """repr() of a label for messages, without numpy's type wrapper."""
+    return repr(v.item() if isinstance(v, np.generic) else v)
+
+
 def code_table(table: pd.DataFrame, duplicates: str = "error") -> CodedTable:
     """Validate ``table`` and code items and annotators as integers.
 
@@ -70,7 +75,7 @@ def code_table(table: pd.DataFrame, duplicates: str = "error") -> CodedTable:
         bad = df[col].isna().to_numpy()
         if bad.any():
             k = int(np.flatnonzero(bad)[0])
-            raise ValueError(f"row {k} has no {col} (item={df['item'].iat[k]!r}, annotator={df['annotator'].iat[k]!r})")
+            raise ValueError(f"row {k} has no {col} (item={show(df['item'].iat[k])}, annotator={show(df['annotator'].iat[k])})")
     values = df["value"].to_numpy()
     if values.dtype.kind in "fc":
         nan_rows = np.flatnonzero(np.isnan(values))
@@ -82,7 +87,7 @@ def code_table(table: pd.DataFrame, duplicates: str = "error") -> CodedTable:
     if len(nan_rows):
         k = int(nan_rows[0])
         raise ValueError(
-            f"missing value (None/NaN) for item {df['item'].iat[k]!r}, annotator {df['annotator'].iat[k]!r}"
+            f"missing value (None/NaN) for item {show(df['item'].iat[k])}, annotator {show(df['annotator'].iat[k])}"
             f" ({len(nan_rows)} such row(s)); drop rows an annotator did not answer"
         )
 
@@ -98,12 +103,12 @@ def code_table(table: pd.DataFrame, duplicates: str = "error") -> CodedTable:
             if duplicates == "error":
                 k = int(np.flatnonzero(dup)[0])
                 raise ValueError(
-                    f"annotator {df['annotator'].iat[k]!r} has {int((key == key[k]).sum())} values on item "
-                    f"{df['item'].iat[k]!r}; pass duplicates='first'|'last'|'keep'"
+                    f"annotator {show(df['annotator'].iat[k])} has {int((key == key[k]).sum())} values on item "
+                    f"{show(df['item'].iat[k])}; pass duplicates='first'|'last'|'keep'"
                 )
             keep = ~pd.Series(key).duplicated(keep=duplicates).to_numpy()
     if len(np.unique(ann_codes[keep])) < 2:
-        raise ValueError(f"agreement needs at least two annotators; the table has only {list(ann_labels[:1])}")
+        raise ValueError(f"agreement needs at least two annotators; the table has only {[show(a) for a in ann_labels[:1]]}")
 
     idx = np.flatnonzero(keep)
     sizes_all = np.bincount(item_codes[idx], minlength=len(item_labels))
