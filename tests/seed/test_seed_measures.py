@@ -1,0 +1,79 @@
+"""seed_measures(): report integration on small ControlData instances and the real export."""
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ls_agreement.adapters.control import ControlData
+from ls_agreement.adapters.seed_measures import seed_measures
+from ls_agreement.adapters.settings import ReportSettings
+from ls_agreement.metrics.cross_kappa import cross_kappa
+from ls_agreement.metrics.model import Span
+
+EXPORTS = Path("/work/shared/data/label-studio")
+
+
+def _control(tag, kind, table, options=None, texts=None, distance="nominal"):
+    return ControlData(name="c", tag=tag, object_name="o", kind=kind, table=table, options=options,
+                       candidates=[distance], default_distance=distance, texts=texts or {})
+
+
+def _choices_table(n=40, seed=0):
+    rng = np.random.default_rng(seed)
+    truth = rng.choice(["pos", "neg", "neu"], n)
+    rows = []
+    for i in range(n):
+        for a in ("1", "2", "3", "model:v1"):
+            v = truth[i] if rng.random() < 0.7 else rng.choice(["pos", "neg", "neu"])
+            rows.append((i, a, str(v)))
+    return pd.DataFrame(rows, columns=["item", "annotator", "value"])
+
+
+def test_choices_kappa_x_and_crowdtruth():
+    table = _choices_table()
+    ctl = _control("Choices", "scalar", table, options=["pos", "neg", "neu"])
+    st = ReportSettings.from_mapping({"groups": {"crowd": ["1", "2"], "experts": ["3"]},
+                                      "humans_vs_model": True, "bootstrap": 100})
+    out = seed_measures(ctl, st)
+    json.dumps(out, allow_nan=False)
+    assert set(out) == {"kappa_x", "crowdtruth"}
+    assert set(out["kappa_x"]) == {"crowd vs experts", "humans vs model:v1"}
+    ref = cross_kappa(table[table.annotator.isin(["1", "2"])], table[table.annotator == "3"], bootstrap=0)
+    assert out["kappa_x"]["crowd vs experts"]["kappa_x"] == pytest.approx(ref.kappa_x)
+    assert out["kappa_x"]["crowd vs experts"]["irr_y"] is None  # one expert: α undefined
+    ct = out["crowdtruth"]
+    assert set(ct["workers"]) == {"1", "2", "3", "model:v1"} and set(ct["annotations"]) == {"pos", "neg", "neu"}
+    assert ct["closed"] and len(ct["units"]) == 40
+
+
+def test_spans_span_f1_and_open_crowdtruth():
+    texts = {1: "Alice met Bob in Paris today.", 2: "Acme Corp hired Carol."}
+    rows = [(1, "4", (Span(0, 5, "PER"), Span(10, 13, "PER"), Span(17, 22, "LOC"))),
+            (1, "5", (Span(0, 5, "PER"), Span(17, 22, "LOC"))),
+            (2, "4", (Span(0, 9, "ORG"),)),
+            (2, "5", (Span(0, 4, "ORG"), Span(16, 21, "PER")))]
+    table = pd.DataFrame(rows, columns=["item", "annotator", "value"])
+    ctl = _control("Labels", "spans", table, texts=texts, distance="spans.lenient")
+    out = seed_measures(ctl, ReportSettings())
+    json.dumps(out, allow_nan=False)
+    sf = out["span_f1"]
+    # task 1 tokens: Alice met Bob in Paris today . -> TP 2 (PER Alice, LOC Paris), L 3 + 2;
+    # task 2: Acme Corp hired Carol . -> ORG {0,1} vs {0}: TP 1, L 2 + 1; PER {3}: L 0 + 1
+    assert sf["tp"] == 3.0 and sf["l_sum"] == 9.0
+    assert sf["observed"] == pytest.approx(6 / 9)
+    assert set(sf["tasks"]) == {"1", "2"} and 0 < sf["tasks"]["1"]["difficulty"] < 1
+    ct = out["crowdtruth"]
+    assert not ct["closed"] and ct["annotations"] == {}
+
+
+def test_real_label_studio_export():
+    from ls_agreement.adapters.report import build_report
+    xml = (EXPORTS / "label_config.xml").read_text()
+    tasks = json.loads((EXPORTS / "exports" / "by_tag_labels.json").read_text())
+    rep = build_report(xml, tasks, ReportSettings.from_mapping({"bootstrap": 50}))
+    ner = [c for c in rep["controls"].values() if c.get("tag", "").lower() == "labels"]
+    assert ner and "span_f1" in ner[0] and "crowdtruth" in ner[0]
+    assert 0 < ner[0]["span_f1"]["observed"] <= 1
+    json.dumps(rep, allow_nan=False)
