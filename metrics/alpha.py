@@ -13,7 +13,7 @@ __all__ = ["krippendorff_alpha"]
 
 
 def krippendorff_alpha(table: pd.DataFrame, level: DistanceLike = "nominal", *, form: str = "canonical",
-                       expected_pairs: int | str | None = "all", seed: int = 0,
+                       expected_pairs: int | str | None = None, seed: int = 0,
                        duplicates: str = "error") -> Coefficient:
     """Krippendorff's α of a long table (item, annotator, value).
 
@@ -21,8 +21,9 @@ def krippendorff_alpha(table: pd.DataFrame, level: DistanceLike = "nominal", *, 
     Missing data are simply absent rows; items with a single value are not pairable.
     For ``"nominal"``, ``"ordinal"``, ``"interval"``, ``"ratio"`` the expected disagreement
     comes exactly from value counts in O(values), and α equals the ``krippendorff``
-    package's. Any other distance (a registered name or ``D(a, b)``) is accepted; then
-    ``expected_pairs="all"`` (default) enumerates every pair — pass an int to sample.
+    package's. Any other distance (a registered name or ``D(a, b)``) is accepted; its
+    between-item mean is then estimated from a seeded sample of ``expected_pairs`` pairs
+    (None: as many as observed pairs, at least 10,000; ``"all"`` enumerates them).
 
     Parameters
     ----------

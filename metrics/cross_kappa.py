@@ -86,11 +86,19 @@ def _check(table: pd.DataFrame, name: str) -> pd.DataFrame:
         r = table.iloc[int(np.flatnonzero(bad)[0])]
         raise ValueError(f"{name}: missing value for item {_py(r['item'])!r}, "
                          f"annotator {_py(r['annotator'])!r}")
-    if table.duplicated(["item", "annotator"]).any():
-        r = table[table.duplicated(["item", "annotator"])].iloc[0]
+    return table
+
+
+def _check_duplicates(table: pd.DataFrame, item_codes: np.ndarray, name: str) -> None:
+    """One value per annotator per item (item codes already computed by the caller)."""
+    ac, alab = pd.factorize(table["annotator"].to_numpy())
+    key = item_codes.astype(np.int64) * max(len(alab), 1) + ac
+    span = int(key.max()) + 1 if key.size else 0
+    if (np.bincount(key).max() > 1) if 0 < span <= 20_000_000 else (np.unique(key).size < key.size):
+        dup = pd.Series(key).duplicated().to_numpy()
+        r = table.iloc[int(np.flatnonzero(dup)[0])]
         raise ValueError(f"{name}: annotator {_py(r['annotator'])!r} has several values on item "
                          f"{_py(r['item'])!r}")
-    return table
 
 
 def _concat(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -99,6 +107,20 @@ def _concat(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     out = np.empty(a.size + b.size, dtype=object)
     out[:a.size], out[a.size:] = a, b
     return out
+
+
+def _counts(item: np.ndarray, codes: np.ndarray, n: int, n_codes: int) -> np.ndarray | sp.csr_matrix:
+    """Item x code counts: dense when small (fast), sparse otherwise. Shape (n, n_codes)."""
+    if n * n_codes <= 4_000_000:
+        return np.bincount(item * n_codes + codes, minlength=n * n_codes).reshape(n, n_codes).astype(np.float64)
+    return sp.csr_matrix((np.ones(item.size), (item, codes)), shape=(n, n_codes))
+
+
+def _rowdot(a: np.ndarray | sp.csr_matrix, b: np.ndarray | sp.csr_matrix) -> np.ndarray:
+    """Row sums of the elementwise product, shape (n,)."""
+    if sp.issparse(a):
+        return np.asarray(a.multiply(b).sum(axis=1)).ravel()
+    return np.einsum("ij,ij->i", a, b)
 
 
 def _wsum(w: np.ndarray | None, col: np.ndarray | sp.spmatrix) -> np.ndarray:
@@ -136,8 +158,8 @@ def alpha_from_counts(item: np.ndarray, x: np.ndarray, level: str, n_items: int,
     if level == "nominal":
         codes = xv.astype(np.int64)
         n_codes = int(codes.max()) + 1 if codes.size else 1
-        cnt = sp.csr_matrix((np.ones(it.size), (it, codes)), shape=(n_items, n_codes))
-        sq = np.asarray(cnt.multiply(cnt).sum(axis=1)).ravel()
+        cnt = _counts(it, codes, n_items, n_codes)
+        sq = _rowdot(cnt, cnt)
         within = np.where(pairable, (mp * mp - sq) / denom_m, 0.0)
         cols = np.column_stack([within, mp])
         tot = _wsum(w, cols)
@@ -184,9 +206,8 @@ def _cross_linear(level: str, item_x: np.ndarray, item_y: np.ndarray, xv: np.nda
     if level == "nominal":
         cx, cy = xv.astype(np.int64), yv.astype(np.int64)
         n_codes = int(max(cx.max(), cy.max())) + 1
-        nx = sp.csr_matrix((np.ones(cx.size), (item_x, cx)), shape=(n, n_codes))
-        ny = sp.csr_matrix((np.ones(cy.size), (item_y, cy)), shape=(n, n_codes))
-        agree = np.asarray(nx.multiply(ny).sum(axis=1)).ravel()
+        nx, ny = _counts(item_x, cx, n, n_codes), _counts(item_y, cy, n, n_codes)
+        agree = _rowdot(nx, ny)
         dis = r_i * s_i - agree
         tot = _wsum(w, np.column_stack([(r_i + s_i) * dis / (r_i * s_i), r_i + s_i, r_i, s_i]))
         px, py = _wsum(w, nx), _wsum(w, ny)
@@ -289,6 +310,8 @@ def cross_kappa(table_x: pd.DataFrame, table_y: pd.DataFrame, distance: Distance
     ix_raw, iy_raw = table_x["item"].to_numpy(), table_y["item"].to_numpy()
     codes, labels = pd.factorize(_concat(ix_raw, iy_raw), sort=False)
     cx_all, cy_all = codes[:ix_raw.size], codes[ix_raw.size:]
+    _check_duplicates(table_x, cx_all, "table_x")
+    _check_duplicates(table_y, cy_all, "table_y")
     n_lab = len(labels)
     common = (np.bincount(cx_all, minlength=n_lab) > 0) & (np.bincount(cy_all, minlength=n_lab) > 0)
     if not common.any():
@@ -310,7 +333,10 @@ def cross_kappa(table_x: pd.DataFrame, table_y: pd.DataFrame, distance: Distance
         num = _prepared_numbers(dist, values)
         xv, yv = num[:vx.size], num[vx.size:]
         d_o, d_e = _cross_linear(lvl, item_x, item_y, xv, yv, n, None)
-        irr_in = [(it, _irr_numbers(dist, v, it, n)) for it, v in ((item_x, vx), (item_y, vy))]
+        if dist.level == "ordinal":  # mid-ranks depend on each replication's own marginals
+            irr_in = [(it, _irr_numbers(dist, v, it, n)) for it, v in ((item_x, vx), (item_y, vy))]
+        else:  # nominal codes / interval values of the joint coding serve each replication
+            irr_in = [(item_x, xv), (item_y, yv)]
         irr = [float(alpha_from_counts(it, x, lvl, n)[0]) for it, x in irr_in]
         n_exp, exact = None, True
     else:

@@ -13,32 +13,70 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy.optimize import brentq
 from scipy.special import ndtr
 
-__all__ = ["ks_score", "ks_statistic", "kde_bandwidth", "sigma_threshold", "sigma_score", "kde_mass"]
+__all__ = ["ExpectedDistribution", "ks_score", "ks_statistic", "kde_bandwidth", "sigma_threshold", "sigma_score",
+           "kde_mass"]
 
 # Beyond this many standard deviations ndtr() is exactly 0.0 or 1.0 in float64
 # (Φ(9) = 1 - 1.1e-19), so kernel sums only need the points within the window.
 _WINDOW = 9.0
 
 
-def _weights(x: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
-    if weights is None:
-        return np.ones(x.shape[0])
-    w = np.asarray(weights, dtype=np.float64)
-    if w.shape != x.shape:
-        raise ValueError(f"weights shape {w.shape} does not match expected distances {x.shape}")
-    return w
+class ExpectedDistribution:
+    """Expected distances sorted once, with cumulative (frequency) weights.
+
+    Parameters
+    ----------
+    expected : array, shape (n_expected,)
+    weights : array, shape (n_expected,), optional — frequency weights (pair counts)
+    """
+
+    def __init__(self, expected: np.ndarray, weights: np.ndarray | None = None) -> None:
+        e = np.asarray(expected, dtype=np.float64).ravel()
+        if e.size == 0:
+            raise ValueError("no expected distances: the chance baseline is empty")
+        if weights is None:
+            self.x = np.sort(e)
+            self.w = None
+            self.total = float(e.size)
+        else:
+            w = np.asarray(weights, dtype=np.float64).ravel()
+            if w.shape != e.shape:
+                raise ValueError(f"weights shape {w.shape} does not match expected distances {e.shape}")
+            order = np.argsort(e, kind="stable")
+            self.x, self.w = e[order], w[order]
+            self.cum = np.concatenate(([0.0], np.cumsum(self.w)))
+            self.total = float(self.cum[-1])
+
+    def weight_upto(self, pos: np.ndarray | int) -> np.ndarray | float:
+        """Total weight of the first ``pos`` sorted points."""
+        return pos if self.w is None else self.cum[pos]
+
+    def weight_above(self, d: np.ndarray) -> np.ndarray:
+        """Weight of expected distances strictly greater than each ``d``."""
+        # sorted queries keep searchsorted cache-friendly on millions of points
+        return self.total - self.weight_upto(np.searchsorted(self.x, d, side="right"))
+
+    def bandwidth(self) -> float:
+        """Scott's bandwidth as scipy's ``gaussian_kde``: ``std(De, ddof=1) · n^(−1/5)``."""
+        n = self.total
+        if n <= 1:
+            return 0.0
+        if self.w is None:
+            var = float(np.var(self.x, ddof=1))
+        else:
+            mean = np.dot(self.w, self.x) / n
+            var = float(np.dot(self.w, (self.x - mean) ** 2) / (n - 1.0))
+        return math.sqrt(max(var, 0.0)) * n ** (-0.2)
 
 
-def _sorted_with_weights(expected: np.ndarray, weights: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-    e = np.asarray(expected, dtype=np.float64).ravel()
-    w = _weights(e, weights)
-    order = np.argsort(e, kind="stable")
-    return e[order], w[order]
+def _as_distribution(expected, weights) -> ExpectedDistribution:
+    return expected if isinstance(expected, ExpectedDistribution) else ExpectedDistribution(expected, weights)
 
 
-def ks_score(observed: np.ndarray, expected: np.ndarray, weights: np.ndarray | None = None,
+def ks_score(observed: np.ndarray, expected: np.ndarray | ExpectedDistribution, weights: np.ndarray | None = None,
              method: str = "exact") -> float:
     """KS of paper 000's Table 1: mean over observed d of ``1 − p(d)``.
 
@@ -49,7 +87,7 @@ def ks_score(observed: np.ndarray, expected: np.ndarray, weights: np.ndarray | N
     Parameters
     ----------
     observed : array, shape (n_observed,)
-    expected : array, shape (n_expected,)
+    expected : array, shape (n_expected,), or an ExpectedDistribution
     weights : array, shape (n_expected,), optional
         Frequency weights of the expected distances.
     method : {"exact", "scipy"}
@@ -62,26 +100,24 @@ def ks_score(observed: np.ndarray, expected: np.ndarray, weights: np.ndarray | N
     -------
     float in [0, 1]; 0.5 means indistinguishable from chance.
     """
-    d = np.asarray(observed, dtype=np.float64).ravel()
+    if method not in ("exact", "scipy"):
+        raise ValueError(f"ks method must be 'exact' or 'scipy', got {method!r}")
+    d = np.sort(np.asarray(observed, dtype=np.float64).ravel())
     if d.size == 0:
         raise ValueError("KS needs at least one observed distance")
-    e, w = _sorted_with_weights(expected, weights)
-    if e.size == 0:
-        raise ValueError("KS needs at least one expected distance")
-    cum = np.concatenate(([0.0], np.cumsum(w)))
-    n = cum[-1]
-    above = n - cum[np.searchsorted(e, d, side="right")]  # weight of e > d
+    dist = _as_distribution(expected, weights)
+    n = dist.total
+    above = dist.weight_above(d)
     if method == "exact" or n <= 10000:
         one_minus_p = above / (n + 1.0)
-    elif method == "scipy":
+    else:
         z = math.sqrt(n / (n + 1.0)) * above / n
         one_minus_p = 1.0 - np.exp(-2.0 * z * z - 2.0 * z * (n + 2.0) / (3.0 * math.sqrt(n * (n + 1.0))))
-    else:
-        raise ValueError(f"ks method must be 'exact' or 'scipy', got {method!r}")
     return float(np.mean(one_minus_p))
 
 
-def ks_statistic(observed: np.ndarray, expected: np.ndarray, weights: np.ndarray | None = None) -> float:
+def ks_statistic(observed: np.ndarray, expected: np.ndarray | ExpectedDistribution,
+                 weights: np.ndarray | None = None) -> float:
     """One-sided two-sample statistic ``D+ = max_x (F_Do(x) − F_De(x))``.
 
     The classic statistic of ``scipy.stats.ks_2samp(Do, De, alternative="greater")``.
@@ -90,52 +126,48 @@ def ks_statistic(observed: np.ndarray, expected: np.ndarray, weights: np.ndarray
     Parameters
     ----------
     observed : array, shape (n_observed,)
-    expected : array, shape (n_expected,)
+    expected : array, shape (n_expected,), or an ExpectedDistribution
     weights : array, shape (n_expected,), optional
     """
     d = np.sort(np.asarray(observed, dtype=np.float64).ravel())
-    e, w = _sorted_with_weights(expected, weights)
-    if d.size == 0 or e.size == 0:
-        raise ValueError("KS statistic needs observed and expected distances")
-    cum = np.concatenate(([0.0], np.cumsum(w)))
+    if d.size == 0:
+        raise ValueError("KS statistic needs observed distances")
+    dist = _as_distribution(expected, weights)
     f_do = np.searchsorted(d, d, side="right") / d.size
-    f_de = cum[np.searchsorted(e, d, side="right")] / cum[-1]
+    f_de = (dist.total - dist.weight_above(d)) / dist.total
     return float(max(0.0, np.max(f_do - f_de)))
 
 
 def kde_bandwidth(expected: np.ndarray, weights: np.ndarray | None = None) -> float:
     """Scott's bandwidth as scipy's ``gaussian_kde``: ``std(De, ddof=1) · n^(−1/5)``."""
-    e = np.asarray(expected, dtype=np.float64).ravel()
-    w = _weights(e, weights)
-    n = w.sum()
-    if n <= 1:
-        return 0.0
-    mean = np.dot(w, e) / n
-    var = np.dot(w, (e - mean) ** 2) / (n - 1.0)
-    return float(math.sqrt(max(var, 0.0)) * n ** (-0.2))
+    return _as_distribution(expected, weights).bandwidth()
 
 
 class _KdeMass:
     """``F(d) = ∫₀^d kde(x) dx`` for a (weighted) Gaussian KDE, windowed on sorted data."""
 
-    def __init__(self, expected: np.ndarray, weights: np.ndarray | None, bandwidth: float | None):
-        self.x, self.w = _sorted_with_weights(expected, weights)
-        self.cum = np.concatenate(([0.0], np.cumsum(self.w)))
-        self.total = self.cum[-1]
-        self.bw = kde_bandwidth(self.x, self.w) if bandwidth is None else float(bandwidth)
+    def __init__(self, dist: ExpectedDistribution, bandwidth: float | None):
+        self.dist = dist
+        self.x = dist.x
+        self.w = dist.w if dist.w is not None else None
+        self.total = dist.total
+        self.bw = dist.bandwidth() if bandwidth is None else float(bandwidth)
         if self.bw > 0:
-            self.below_zero = float(np.dot(self.w, ndtr(-self.x / self.bw))) / self.total
+            phi0 = ndtr(-self.x / self.bw)
+            self.below_zero = float(phi0.sum() if self.w is None else np.dot(self.w, phi0)) / self.total
         else:
-            self.below_zero = float(self.cum[np.searchsorted(self.x, 0.0, side="left")]) / self.total
+            self.below_zero = float(dist.weight_upto(int(np.searchsorted(self.x, 0.0, side="left")))) / self.total
 
     def __call__(self, d: float) -> float:
         if self.bw <= 0:
             # degenerate (all expected distances equal): the KDE is a point mass
-            return float(self.cum[np.searchsorted(self.x, d, side="right")]) / self.total - self.below_zero
-        lo = np.searchsorted(self.x, d - _WINDOW * self.bw, side="right")
-        hi = np.searchsorted(self.x, d + _WINDOW * self.bw, side="left")
-        inside = np.dot(self.w[lo:hi], ndtr((d - self.x[lo:hi]) / self.bw))
-        return float((self.cum[lo] + inside) / self.total - self.below_zero)
+            return float(self.dist.weight_upto(int(np.searchsorted(self.x, d, side="right")))) / self.total \
+                - self.below_zero
+        lo = int(np.searchsorted(self.x, d - _WINDOW * self.bw, side="right"))
+        hi = int(np.searchsorted(self.x, d + _WINDOW * self.bw, side="left"))
+        phi = ndtr((d - self.x[lo:hi]) / self.bw)
+        inside = phi.sum() if self.w is None else np.dot(self.w[lo:hi], phi)
+        return float((self.dist.weight_upto(lo) + inside) / self.total - self.below_zero)
 
     @property
     def sup(self) -> float:
@@ -144,21 +176,22 @@ class _KdeMass:
 
 def kde_mass(d: np.ndarray, expected: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
     """KDE mass of the expected distances on ``[0, d]``, per point (the slow direct form)."""
-    f = _KdeMass(expected, weights, None)
+    f = _KdeMass(_as_distribution(expected, weights), None)
     return np.array([f(float(v)) for v in np.ravel(d)])
 
 
-def sigma_threshold(expected: np.ndarray, p: float = 0.05, weights: np.ndarray | None = None,
-                    bandwidth: float | None = None) -> float:
+def sigma_threshold(expected: np.ndarray | ExpectedDistribution, p: float = 0.05,
+                    weights: np.ndarray | None = None, bandwidth: float | None = None) -> float:
     """The distance ``d*`` with ``F(d*) = p``: observed distances below it are significant.
 
     ``F`` is the Gaussian-KDE mass of the expected distances on ``[0, d]`` (Scott's
-    bandwidth), increasing in ``d``, so one bisection replaces evaluating the KDE at every
-    observed point (measures.md §3). Each step costs O(points within 9 bandwidths).
+    bandwidth), increasing in ``d``, so one root search replaces evaluating the KDE at
+    every observed point (measures.md §3). Each evaluation costs O(points within 9
+    bandwidths of ``d``); Brent's method needs a dozen of them.
 
     Parameters
     ----------
-    expected : array, shape (n_expected,)
+    expected : array, shape (n_expected,), or an ExpectedDistribution
     p : float in (0, 1)
     weights : array, shape (n_expected,), optional
     bandwidth : float, optional — override Scott's rule (bootstrap keeps it fixed).
@@ -169,25 +202,32 @@ def sigma_threshold(expected: np.ndarray, p: float = 0.05, weights: np.ndarray |
     """
     if not 0.0 < p < 1.0:
         raise ValueError(f"p must be in (0, 1), got {p}")
-    f = _KdeMass(expected, weights, bandwidth)
+    dist = _as_distribution(expected, weights)
+    f = _KdeMass(dist, bandwidth)
     if f.total <= 0:
         raise ValueError("sigma needs at least one expected distance")
     if f.sup < p:
         return math.inf
     if f.bw <= 0:
         # point masses: F jumps to >= p at the first expected value reaching it
-        reach = (f.cum[1:] / f.total - f.below_zero) >= p
-        return float(f.x[np.argmax(reach)])
-    lo, hi = 0.0, float(f.x[-1]) + _WINDOW * f.bw + 1.0
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if mid <= lo or mid >= hi:
+        cum = np.arange(1, dist.x.size + 1) if dist.w is None else dist.cum[1:]
+        reach = (cum / f.total - f.below_zero) >= p
+        return float(dist.x[np.argmax(reach)])
+    # bracket: F(0) = 0 < p; F at the upper end is within 1e-19 of sup >= p
+    hi = float(dist.x[-1]) + _WINDOW * f.bw
+    if f(hi) < p:
+        return math.inf
+    root = brentq(lambda d: f(d) - p, 0.0, hi, xtol=1e-14, rtol=4 * np.finfo(float).eps, maxiter=500)
+    # significance is F(d) < p: step to the side of the root where that switches
+    for _ in range(64):
+        if f(root) >= p:
             break
-        if f(mid) < p:
-            lo = mid
-        else:
-            hi = mid
-    return hi
+        root = np.nextafter(root, math.inf)
+    for _ in range(64):
+        if root <= 0 or f(np.nextafter(root, 0.0)) < p:
+            break
+        root = np.nextafter(root, 0.0)
+    return float(root)
 
 
 def sigma_score(observed: np.ndarray, threshold: float) -> float:

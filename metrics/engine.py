@@ -15,7 +15,7 @@ import pandas as pd
 from .bootstrap_measures import bootstrap_intervals
 from .distances.base import Distance, check_distances
 from .distances.registry import DistanceLike, get_distance
-from .distributional import kde_bandwidth, ks_score, ks_statistic, sigma_score, sigma_threshold
+from .distributional import ExpectedDistribution, ks_score, ks_statistic, sigma_score, sigma_threshold
 from .expected import Expected, expected_distances
 from .groups import per_annotator_table, per_item_table
 from .table import CodedTable, code_table, observed_pairs, show
@@ -183,7 +183,8 @@ def agreement(
     core = alpha_core(ct, dist, form, expected_pairs, rng)
     prepared, do, oi, oj, ex, d_o, d_e, alpha = (core.prepared, core.observed, core.i, core.j, core.expected,
                                                  core.d_o, core.d_e, core.alpha)
-    threshold = sigma_threshold(ex.distances, p, ex.weights)
+    chance = ExpectedDistribution(ex.distances, ex.weights)
+    threshold = sigma_threshold(chance, p)
     pair_item = ct.item[oi]
     per_item = per_item_table(ct, pair_item, do, threshold, d_e, flag_below)
     per_ann = per_annotator_table(ct, pair_item, ct.annotator[oi], ct.annotator[oj], do, threshold, d_e)
@@ -191,12 +192,12 @@ def agreement(
     if bootstrap:
         ci = bootstrap_intervals(ct, dist, prepared, do, oi, oj, ex, form=form, p=p, n_boot=bootstrap,
                                  rng=rng, ks_method=ks_method, level=level,
-                                 bandwidth=kde_bandwidth(ex.distances, ex.weights), threshold=threshold,
+                                 bandwidth=chance.bandwidth(), threshold=threshold,
                                  d_e=d_e, per_annotator=per_ann)
     return AgreementResult(
         alpha=alpha,
-        ks=ks_score(do, ex.distances, ex.weights, method=ks_method),
-        ks_statistic=ks_statistic(do, ex.distances, ex.weights),
+        ks=ks_score(do, chance, method=ks_method),
+        ks_statistic=ks_statistic(do, chance),
         sigma=sigma_score(do, threshold),
         threshold=threshold,
         n_items=ct.n_items, n_pairs=int(do.size), n_expected_pairs=ex.n_pairs,

@@ -21,6 +21,8 @@ __all__ = ["Expected", "expected_distances"]
 MAX_EXACT_DOMAIN = 2000
 # ratio has no sum decomposition: its exact D̂e costs V² distance evaluations.
 MAX_RATIO_DOMAIN = 20000
+# expected_pairs="all" refuses beyond this many between-item pairs (memory ~ 40 bytes each)
+MAX_ALL_PAIRS = 20_000_000
 
 
 @dataclass
@@ -68,6 +70,9 @@ def _sampled(ct: CodedTable, dist: Distance, prepared: object, expected_pairs: i
     if n_between == 0:
         raise ValueError("every value is on the same item: no between-item pairs for the chance baseline")
     target = _target_size(n_observed, expected_pairs)
+    if target is None and n_between > MAX_ALL_PAIRS:
+        raise ValueError(f"expected_pairs='all' would compute {n_between:,} between-item distances "
+                         f"(limit {MAX_ALL_PAIRS:,}); pass a sample size instead")
     if target is None or n_between <= target:
         i, j = all_between_pairs(ct)
         exact = True
@@ -106,8 +111,12 @@ def _scalar_expected(ct: CodedTable, dist: ScalarDistance, x: np.ndarray, observ
                      obs_i: np.ndarray, obs_j: np.ndarray, n_between: int, within_sum: float,
                      expected_pairs: int | str | None, rng: np.random.Generator) -> Expected:
     n = x.size
-    domain, code = np.unique(x, return_inverse=True)
-    code = code.ravel()
+    if dist.level == "nominal":  # prepared values are already category codes 0..V-1
+        code = x.astype(np.int64)
+        domain = np.arange(int(code.max()) + 1, dtype=np.float64)
+    else:
+        domain, code = np.unique(x, return_inverse=True)
+        code = code.ravel()
     counts = np.bincount(code, minlength=domain.size).astype(np.float64)
     v = domain.size
     if n_between == 0:
@@ -148,7 +157,9 @@ def _scalar_expected(ct: CodedTable, dist: ScalarDistance, x: np.ndarray, observ
         return Expected(dists, weights, None, None, float(total), n_between,
                         (float(total) - within_sum) / n_between, True, True, int(round(weights.sum())))
 
-    d, i, j, exact = _sampled(ct, dist, x, expected_pairs, observed.size, rng)
+    # α stays exact; only KS/σ's distribution is sampled, so "all" is not worth V² pairs here
+    d, i, j, exact = _sampled(ct, dist, x, None if expected_pairs == "all" else expected_pairs,
+                              observed.size, rng)
     if total is None:
         between_mean = float(d.mean())
         total = within_sum + between_mean * n_between

@@ -52,7 +52,7 @@ from scipy.special import gammaln
 
 __all__ = [
     "coverage", "coverage_nonoverlapping", "coverage_overlapping", "subset_length_distribution",
-    "uniform_gap", "observed_coverage",
+    "uniform_gap", "observed_coverage", "coverage_sorted",
 ]
 
 # Above this many multiply-adds the k + 1 convolutions go through the FFT.
@@ -239,6 +239,28 @@ def coverage(n_tokens: int, lengths: Sequence[int], model: str = "non-overlappin
     if approx_tol > 0 and len(lengths) and uniform_gap(n_tokens, lengths) <= approx_tol:
         return coverage_overlapping(n_tokens, lengths)
     return coverage_nonoverlapping(n_tokens, lengths)
+
+
+def coverage_sorted(n_tokens: int, lengths: tuple[int, ...], model: str = "non-overlapping",
+                    approx_tol: float = 0.0) -> np.ndarray:
+    """:func:`coverage` for already validated, sorted lengths (no checks: hot loops).
+
+    Parameters
+    ----------
+    n_tokens : int
+    lengths : tuple of int, sorted ascending, shape (k,); non-overlapping model: sum <= N
+
+    Returns
+    -------
+    ndarray of float64, shape (N,), read-only (cached).
+    """
+    if model == "overlapping":
+        return _coverage_overlapping_cached(n_tokens, lengths)
+    if approx_tol > 0 and lengths:
+        gap = (n_tokens - lengths[0] + 1) / (n_tokens - sum(lengths) + len(lengths)) - 1.0
+        if gap <= approx_tol:
+            return _coverage_overlapping_cached(n_tokens, lengths)
+    return _coverage_nonoverlapping_cached(n_tokens, lengths)
 
 
 def observed_coverage(n_tokens: int, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from .model import Span
-from .span_chance import coverage, observed_coverage
+from .span_chance import coverage, coverage_sorted, observed_coverage
 
 __all__ = ["SpanF1Result", "SpanF1TableResult", "span_f1", "span_f1_table", "char_spans_to_tokens",
            "f1_ratios"]
@@ -250,6 +250,32 @@ def _label_keys(label: Any) -> tuple[Hashable, ...]:
     return (label,)
 
 
+def _profile(segs: list[tuple[int, int]], n: int, model: str, on_overlap: str, approx_tol: float,
+             who: str) -> tuple[np.ndarray, np.ndarray, int]:
+    """Observed coverage, chance coverage and marked length of one annotator's segments of
+    one label on one text — plain Python on these short lists (numpy per call costs more)."""
+    segs.sort()
+    prev_end = 0
+    merged: list[list[int]] = []
+    for s, e in segs:
+        if not 0 <= s < e <= n:
+            raise ValueError(f"{who}: segment [{s}, {e}) is empty or outside the text of {n} tokens")
+        if merged and s < prev_end and model == "non-overlapping":
+            if on_overlap != "merge":
+                raise ValueError(f"{who}: segments [{merged[-1][0]}, {merged[-1][1]}) and [{s}, {e}) "
+                                 "overlap; the non-overlapping model needs disjoint segments (use "
+                                 "model='overlapping' or on_overlap='merge')")
+            merged[-1][1] = max(merged[-1][1], e)
+        else:
+            merged.append([s, e])
+        prev_end = max(prev_end, e)
+    obs = np.zeros(n)
+    for s, e in merged:
+        obs[s:e] += 1.0
+    lens = tuple(sorted(e - s for s, e in merged))
+    return obs, coverage_sorted(n, lens, model, approx_tol), sum(lens)
+
+
 def _summarise(df: pd.DataFrame, by: str | list[str]) -> pd.DataFrame:
     g = df.groupby(by, sort=True)[["tp", "expected_tp", "l_sum"]].sum()
     ratios = [f1_ratios(*r) for r in g.itertuples(index=False, name=None)]
@@ -300,27 +326,26 @@ def span_f1_table(table: pd.DataFrame, n_tokens: Mapping[Any, int], model: str =
         raise ValueError(f"item {item!r}: annotator {ann!r} has several rows")
 
     rec_item, rec_label, rec_a, rec_b, rec_tp, rec_etp, rec_l = [], [], [], [], [], [], []
-    for item, grp in table.groupby("item", sort=False):
+    ann_col, val_col = table["annotator"].tolist(), table["value"].tolist()
+    for item, idx in table.groupby("item", sort=False).indices.items():
+        item = item.item() if isinstance(item, np.generic) else item
         if item not in n_tokens:
             raise ValueError(f"item {item!r}: no token count in n_tokens")
         n = int(n_tokens[item])
         # per annotator: label -> (observed coverage, chance coverage, L)
-        prof: dict[str, dict[Hashable, tuple[np.ndarray, np.ndarray, int]]] = {}
-        for ann, value in zip(grp["annotator"].tolist(), grp["value"].tolist()):
-            by_label: dict[Hashable, list[Any]] = defaultdict(list)
+        prof: dict[Any, dict[Hashable, tuple[np.ndarray, np.ndarray, int]]] = {}
+        for r in idx.tolist():
+            ann, value = ann_col[r], val_col[r]
+            by_label: dict[Hashable, list[tuple[int, int]]] = defaultdict(list)
             for sp in (value if value is not None else ()):
                 if not isinstance(sp, Span):
                     raise ValueError(f"item {item!r}, annotator {ann!r}: value holds {sp!r}, "
                                      "expected Span")
                 for lab in _label_keys(sp.label):
-                    by_label[lab].append(sp)
-            prof[ann] = {}
-            for lab, spans in by_label.items():
-                who = f"item {item!r}, annotator {ann!r}, label {lab!r}"
-                s, e = _prepare(*_as_bounds(spans, n, who), model, who, on_overlap)
-                lens = e - s
-                prof[ann][lab] = (observed_coverage(n, s, e),
-                                  coverage(n, lens.tolist(), model, approx_tol), int(lens.sum()))
+                    by_label[lab].append((sp.start, sp.end))
+            prof[ann] = {lab: _profile(segs, n, model, on_overlap, approx_tol,
+                                       f"item {item!r}, annotator {ann!r}, label {lab!r}")
+                         for lab, segs in by_label.items()}
         anns = list(prof)
         if reference is not None:
             pairs = [(reference, b) for b in anns if b != reference] if reference in prof else []

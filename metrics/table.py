@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-__all__ = ["CodedTable", "code_table", "observed_pairs", "between_pair_count", "sample_between_pairs",
+__all__ = ["CodedTable", "code_table", "factorize", "show", "observed_pairs", "between_pair_count", "sample_between_pairs",
            "all_between_pairs"]
 
 REQUIRED = ("item", "annotator", "value")
@@ -44,6 +44,29 @@ class CodedTable:
     @property
     def n_items(self) -> int:
         return int(self.item_size.size)
+
+
+def factorize(values: np.ndarray | pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Integer codes and labels; O(n) without hashing when values are compact integers.
+
+    Returns
+    -------
+    codes : ndarray of int64, shape (n,)
+    labels : ndarray, shape (n_distinct,) — ``labels[codes] == values``
+    """
+    arr = np.asarray(values)
+    if arr.size and arr.dtype.kind in "iuf":
+        lo, hi = arr.min(), arr.max()
+        if np.isfinite(lo) and np.isfinite(hi) and hi - lo <= 4 * arr.size + 1024:
+            shifted = arr - lo
+            as_int = shifted.astype(np.int64)
+            if arr.dtype.kind != "f" or np.array_equal(as_int, shifted):
+                present = np.zeros(int(hi - lo) + 1, dtype=bool)
+                present[as_int] = True
+                dense = np.cumsum(present) - 1
+                return dense[as_int], (np.flatnonzero(present) + lo).astype(arr.dtype)
+    codes, labels = pd.factorize(arr if arr.dtype != object else pd.Series(arr, dtype=object), sort=False)
+    return codes.astype(np.int64), np.asarray(labels)
 
 
 def show(v: object) -> str:
@@ -91,48 +114,54 @@ def code_table(table: pd.DataFrame, duplicates: str = "error") -> CodedTable:
             f" ({len(nan_rows)} such row(s)); drop rows an annotator did not answer"
         )
 
-    item_codes, item_labels = pd.factorize(df["item"], sort=False)
-    ann_codes, ann_labels = pd.factorize(df["annotator"], sort=False)
-    item_codes = item_codes.astype(np.int64)
-    ann_codes = ann_codes.astype(np.int64)
-    keep = np.ones(len(df), dtype=bool)
-    if duplicates != "keep":
-        key = item_codes * max(len(ann_labels), 1) + ann_codes
-        dup = pd.Series(key).duplicated(keep=False).to_numpy()
-        if dup.any():
-            if duplicates == "error":
-                k = int(np.flatnonzero(dup)[0])
-                raise ValueError(
-                    f"annotator {show(df['annotator'].iat[k])} has {int((key == key[k]).sum())} values on item "
-                    f"{show(df['item'].iat[k])}; pass duplicates='first'|'last'|'keep'"
-                )
-            keep = ~pd.Series(key).duplicated(keep=duplicates).to_numpy()
-    if len(np.unique(ann_codes[keep])) < 2:
-        raise ValueError(f"agreement needs at least two annotators; the table has only {[show(a) for a in ann_labels[:1]]}")
+    item_codes, item_labels = factorize(df["item"].to_numpy())
+    ann_codes, ann_labels = factorize(df["annotator"].to_numpy())
+    n_ann = max(len(ann_labels), 1)
+    # one stable sort by (item, annotator) groups items, finds duplicates, keeps table order within them
+    key = item_codes.astype(np.int64) * n_ann + ann_codes
+    order = np.argsort(key, kind="stable")
+    sorted_key = key[order]
+    same_as_next = sorted_key[1:] == sorted_key[:-1]
+    if duplicates != "keep" and same_as_next.any():
+        if duplicates == "error":
+            k = int(order[np.argmax(same_as_next)])
+            raise ValueError(
+                f"annotator {show(df['annotator'].iat[k])} has {int((key == key[k]).sum())} values on item "
+                f"{show(df['item'].iat[k])}; pass duplicates='first'|'last'|'keep'"
+            )
+        keep = np.ones(order.size, dtype=bool)
+        if duplicates == "first":
+            keep[1:] = ~same_as_next
+        else:
+            keep[:-1] = ~same_as_next
+        order = order[keep]
+    ann_present = np.zeros(len(ann_labels), dtype=bool)
+    ann_present[ann_codes[order]] = True
+    if ann_present.sum() < 2:
+        raise ValueError(f"agreement needs at least two annotators; the table has only "
+                         f"{[show(a) for a in np.asarray(ann_labels)[ann_present]]}")
 
-    idx = np.flatnonzero(keep)
-    sizes_all = np.bincount(item_codes[idx], minlength=len(item_labels))
-    pairable_item = sizes_all >= 2
-    n_unpairable = int(np.count_nonzero((sizes_all > 0) & ~pairable_item))
-    idx = idx[pairable_item[item_codes[idx]]]
-    if idx.size == 0:
+    items_sorted = item_codes[order]
+    sizes_all = np.bincount(items_sorted, minlength=len(item_labels))
+    pairable = sizes_all >= 2
+    n_unpairable = int(np.count_nonzero((sizes_all > 0) & ~pairable))
+    sel = pairable[items_sorted]
+    if not sel.any():
         raise ValueError("no item has values from two annotators: nothing is pairable")
-    idx = idx[np.argsort(item_codes[idx], kind="stable")]
-
-    # re-code items densely over pairable ones, in order of first appearance
-    old_items = item_codes[idx]
-    uniq_old, first = np.unique(old_items, return_index=True)
-    new_code_of_old = np.empty(len(item_labels), dtype=np.int64)
-    new_code_of_old[uniq_old] = np.arange(uniq_old.size)
-    item = new_code_of_old[old_items]
-    sizes = np.bincount(item)
-    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-    ann_used, ann = np.unique(ann_codes[idx], return_inverse=True)
+    order, items_sorted = order[sel], items_sorted[sel]
+    starts_mask = np.empty(order.size, dtype=bool)
+    starts_mask[0] = True
+    starts_mask[1:] = items_sorted[1:] != items_sorted[:-1]
+    starts = np.flatnonzero(starts_mask)
+    sizes = np.diff(np.append(starts, order.size))
+    ann_used = np.zeros(len(ann_labels), dtype=bool)
+    ann_used[ann_codes[order]] = True
+    ann_new = np.cumsum(ann_used) - 1
     return CodedTable(
-        values=values[idx],
-        item=item,
-        annotator=ann.astype(np.int64).ravel(),
-        item_labels=np.asarray(item_labels)[uniq_old],
+        values=values[order],
+        item=np.cumsum(starts_mask) - 1,
+        annotator=ann_new[ann_codes[order]].astype(np.int64),
+        item_labels=np.asarray(item_labels)[items_sorted[starts]],
         annotator_labels=np.asarray(ann_labels)[ann_used],
         item_start=starts.astype(np.int64),
         item_size=sizes.astype(np.int64),

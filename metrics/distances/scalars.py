@@ -9,6 +9,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..table import factorize
 from .base import Distance
 from .registry import register
 
@@ -52,14 +53,18 @@ class ScalarDistance(Distance):
         self.name = level
 
     def prepare(self, values: Sequence[Any]) -> np.ndarray:
-        domain, codes = scalar_codes(values)
         if self.level == "nominal":
-            return codes.astype(np.float64)
+            # categories need no order: hashing beats sorting on millions of values
+            arr = values if isinstance(values, np.ndarray) else np.asarray(values, dtype=object)
+            return factorize(arr)[0].astype(np.float64)
         if self.level == "ordinal":
+            domain, codes = scalar_codes(values)
             return ordinal_midranks(np.bincount(codes, minlength=domain.size))[codes]
-        if domain.dtype.kind not in "biuf":
-            raise ValueError(f"{self.level} distance needs numbers, got {domain[:3].tolist()!r}...")
-        return domain.astype(np.float64)[codes]
+        arr = np.asarray(values)
+        try:
+            return arr.astype(np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(f"{self.level} distance needs numbers, got {arr[:3].tolist()!r}...") from None
 
     def compute(self, x: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
         return self.delta(x[i], x[j])

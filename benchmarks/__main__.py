@@ -1,0 +1,32 @@
+"""Run the benchmarks: `python -m benchmarks [name ...]` (names: engine, distances, adapters, seed_measures, sync).
+
+Each module prints its timings, the ratio against the peer library measured in the same
+run, and whether the target of its issue is met. Benchmarks are not tests: they time.
+"""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import sys
+import time
+from pathlib import Path
+
+
+def main(argv: list[str]) -> int:
+    here = Path(__file__).parent
+    names = sorted(m.name[len("bench_"):] for m in pkgutil.iter_modules([str(here)]) if m.name.startswith("bench_"))
+    wanted = argv or names
+    unknown = set(wanted) - set(names)
+    if unknown:
+        print(f"unknown benchmark(s) {sorted(unknown)}; available: {names}", file=sys.stderr)
+        return 2
+    for name in wanted:
+        print(f"\n=== {name} ===", flush=True)
+        t0 = time.perf_counter()
+        importlib.import_module(f"benchmarks.bench_{name}").main()
+        print(f"--- {name}: {time.perf_counter() - t0:.1f} s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
