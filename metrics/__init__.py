@@ -18,3 +18,11 @@ __all__ = [
 ]
 from .choose import DistanceChoice, choose_distance, infer_kind
 __all__ += ["choose_distance", "DistanceChoice", "infer_kind"]
+
+# Seed papers' own measures (issue 5): paper 001 κx, paper 003 span F1, paper 004 CrowdTruth.
+from .cross_kappa import CrossKappaResult, cross_kappa
+from .span_f1 import SpanF1Result, SpanF1TableResult, char_spans_to_tokens, span_f1, span_f1_table
+from .crowdtruth import CrowdTruthResult, crowdtruth
+
+__all__ += ["cross_kappa", "CrossKappaResult", "span_f1", "span_f1_table", "SpanF1Result",
+            "SpanF1TableResult", "char_spans_to_tokens", "crowdtruth", "CrowdTruthResult"]
