@@ -25,12 +25,12 @@ def item_multiplicities(n_items: int, n_boot: int, seed: int | np.random.Generat
 
 
 def iter_multiplicities(n_items: int, n_boot: int, seed: int | np.random.Generator = 0,
-                        chunk: int | None = None) -> Iterator[np.ndarray]:
+                        chunk: int | None = None, dtype: type = np.int32) -> Iterator[np.ndarray]:
     """Like :func:`item_multiplicities`, in chunks of replicates to bound memory.
 
     Yields
     ------
-    ndarray of int32, shape (≤ chunk, n_items)
+    ndarray of ``dtype``, shape (≤ chunk, n_items)
     """
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     if chunk is None:
@@ -40,7 +40,7 @@ def iter_multiplicities(n_items: int, n_boot: int, seed: int | np.random.Generat
         b = min(chunk, n_boot - done)
         draws = rng.integers(0, n_items, size=(b, n_items))
         draws += (np.arange(b) * n_items)[:, None]
-        yield np.bincount(draws.ravel(), minlength=b * n_items).reshape(b, n_items).astype(np.int32)
+        yield np.bincount(draws.ravel(), minlength=b * n_items).reshape(b, n_items).astype(dtype, copy=False)
         done += b
 
 

@@ -48,11 +48,10 @@ class _SigmaGrid:
         hi = sigma_threshold(de_sorted, min(0.95, 4.0 * p + 0.05), bandwidth=bandwidth)
         if not math.isfinite(hi):
             hi = float(de_sorted[-1]) + _WINDOW * bandwidth
-        # identical distances (scalar kinds have few) share one kernel column
-        uniq, inverse = np.unique(de_sorted, return_inverse=True)
-        self.collapse = sparse.csr_matrix((np.ones(de_sorted.size), (np.arange(de_sorted.size), inverse.ravel())),
-                                          shape=(de_sorted.size, uniq.size))
-        de_sorted = uniq
+        # identical distances (scalar kinds have few) share one kernel column; the
+        # sample is sorted, so equal distances are contiguous runs
+        self.run_starts = np.flatnonzero(np.r_[True, de_sorted[1:] != de_sorted[:-1]])
+        de_sorted = de_sorted[self.run_starts]
         self.grid = np.linspace(0.0, hi, _GRID)
         self.win = int(np.searchsorted(de_sorted, hi + _WINDOW * bandwidth, side="right"))
         self.kernel = ndtr((self.grid[:, None] - de_sorted[None, : self.win]) / bandwidth)  # (G, win)
@@ -65,7 +64,7 @@ class _SigmaGrid:
             for r in range(we.shape[0]):
                 out[r] = sigma_threshold(self.de, self.p, weights=we[r], bandwidth=0.0)
             return out
-        wu = np.asarray((self.collapse.T @ we.T).T)
+        wu = np.add.reduceat(we, self.run_starts, axis=1)
         f = (wu[:, : self.win] @ self.kernel.T - (wu @ self.below_zero)[:, None]) / tot[:, None]
         reached = f >= self.p
         k = np.argmax(reached, axis=1)
@@ -112,8 +111,8 @@ def bootstrap_intervals(ct: CodedTable, dist: Distance, prepared: object, do: np
 
     alphas, kss, sigmas, a_sig, a_alpha = [], [], [], [], []
     chunk = max(1, min(200, 4_000_000 // max(de.size, do_s.size, n_items, 1)))
-    for mult in iter_multiplicities(n_items, n_boot, rng, chunk=chunk):
-        w = mult.astype(np.float64)
+    s_nT, s_sumT, s_belowT = s_n.T.tocsr(), s_sum.T.tocsr(), s_below.T.tocsr()
+    for w in iter_multiplicities(n_items, n_boot, rng, chunk=chunk, dtype=np.float64):
         we = w[:, ia] * w[:, ib]
         tot = we.sum(axis=1)
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -141,10 +140,10 @@ def bootstrap_intervals(ct: CodedTable, dist: Distance, prepared: object, do: np
             dstar = sig.thresholds(we, tot)
             sigmas.append((wo * (do_s[None, :] < dstar[:, None])).sum(axis=1) / wo_tot)
             alphas.append(alpha)
-            wt = w.T
-            cnt = np.asarray(s_n.T @ wt).T
-            a_sig.append(np.asarray(s_below.T @ wt).T / cnt)
-            a_alpha.append(1.0 - (np.asarray(s_sum.T @ wt).T / cnt) / d_e if d_e > 0 else np.full_like(cnt, np.nan))
+            wt = np.ascontiguousarray(w.T)  # sparse @ dense wants C order: transpose once per chunk
+            cnt = (s_nT @ wt).T
+            a_sig.append((s_belowT @ wt).T / cnt)
+            a_alpha.append(1.0 - ((s_sumT @ wt).T / cnt) / d_e if d_e > 0 else np.full_like(cnt, np.nan))
 
     a_sig_all, a_alpha_all = np.concatenate(a_sig), np.concatenate(a_alpha)
     for name, samples in (("sigma", a_sig_all), ("alpha", a_alpha_all)):
