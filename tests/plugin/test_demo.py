@@ -17,6 +17,7 @@ import pytest
 from ls_agreement.plugin import demo_data
 from ls_agreement.plugin.cli import main
 from ls_agreement.plugin.commands import demo
+from ls_agreement.plugin.server import LS_VERSION
 
 USER_IDS = {a.email: 10 + k for k, a in enumerate(demo_data.ANNOTATORS)}
 
@@ -153,3 +154,18 @@ def test_demo_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
         assert sum(rates[True]) / len(rates[True]) > sum(rates[False]) / len(rates[False])
     finally:
         outcome.server.stop()
+
+
+def test_docker_files_are_consistent() -> None:
+    # No Docker engine here: check what can be checked without building.
+    yaml = pytest.importorskip("yaml")
+    root = Path(__file__).resolve().parents[2]
+    compose = yaml.safe_load((root / "docker" / "docker-compose.yml").read_text())
+    ls, lsa = compose["services"]["label-studio"], compose["services"]["ls-agreement"]
+    assert ls["image"].endswith(":" + LS_VERSION)
+    assert ls["environment"]["SSRF_PROTECTION_ENABLED"] == "false"
+    assert (root / lsa["build"]["dockerfile"]).exists()
+    for line in (root / "docker" / "Dockerfile").read_text().splitlines():
+        if line.startswith("COPY "):
+            for src in line.split()[1:-1]:
+                assert (root / src).exists(), src
