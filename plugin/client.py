@@ -253,9 +253,13 @@ class Connection:
         ``predictions``; far cheaper than paging ``tasks.list`` through pydantic models.
         """
         def go() -> list[dict[str, Any]]:
+            # LS reads the subset from `ids[]` (data_export/api.py); the SDK's own `ids`
+            # parameter is sent as `ids` and silently ignored, so pass it ourselves.
+            opts = ({"additional_query_parameters": {"ids[]": [int(i) for i in ids]}}
+                    if ids is not None else None)
             chunks = self.sdk.projects.exports.download_sync(
                 project_id, export_type="JSON", download_all_tasks=True,
-                ids=[str(i) for i in ids] if ids is not None else None)
+                request_options=opts)
             payload = json.loads(b"".join(chunks))
             if not isinstance(payload, list):
                 raise ValueError("export is not a JSON list")

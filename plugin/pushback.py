@@ -18,7 +18,7 @@ import hashlib
 import json
 import math
 import time
-from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -275,12 +275,14 @@ def push(conn: Connection, project_id: int, writes: Sequence[Write], *,
                     done += 1
                     if on_written:
                         on_written(w)
+                    if on_progress:
+                        on_progress(done)
                     continue
                 data, meta = merge(task, w.desired, time.time())
                 futures[pool.submit(conn.update_task, w.task_id, data=data, meta=meta)] = w
             pending = set(futures)
             while pending:
-                finished, pending = wait(pending, return_when=FIRST_EXCEPTION)
+                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for f in finished:
                     if f.exception() is not None:
                         for p in pending:
@@ -292,8 +294,8 @@ def push(conn: Connection, project_id: int, writes: Sequence[Write], *,
                     done += 1
                     if on_written:
                         on_written(w)
-                if on_progress:
-                    on_progress(done)
+                    if on_progress:
+                        on_progress(done)
     return out
 
 

@@ -46,11 +46,15 @@ def _result(sent: str, topics: list[str], rating: int) -> list[dict[str, Any]]:
 
 def make_tasks(user_ids: list[int], n: int = 12) -> list[dict[str, Any]]:
     """``n`` tasks, 3 annotators each: even tasks agree fully, odd ones disagree widely
-    (so some tasks are flagged and most are not), plus a user key and user meta."""
+    (so some tasks are flagged and some are not), plus a user key and user meta. A 4th
+    user id, if given, also annotates (like the first) the tasks with ``i % 4 == 1``."""
     tasks = []
     for i in range(n):
         anns = []
-        for k, uid in enumerate(user_ids[:3]):
+        who = list(enumerate(user_ids[:3]))
+        if len(user_ids) > 3 and i % 4 == 1:
+            who.append((0, user_ids[3]))
+        for k, uid in who:
             if i % 2 == 0:                       # everyone agrees
                 res = _result(SENT[i % 3], TOPICS[i % 4], 1 + i % 5)
             else:                                # everyone differs
@@ -79,9 +83,11 @@ def users(annotators: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return annotators[:3]
 
 
-def test_round_trip_views_and_idempotence(ls_server: Any, ls_client: Any, users: list[dict],
+def test_round_trip_views_and_idempotence(ls_server: Any, ls_client: Any,
+                                          annotators: list[dict],
                                           make_project: Callable[..., int],
                                           tmp_path: Path) -> None:
+    users = annotators[:4]
     pid = make_project(CONFIG, make_tasks([u["id"] for u in users]))
     res = sync_project(ls_server.url, ls_server.token, pid, settings(), out_dir=tmp_path,
                        progress=False)
@@ -96,11 +102,14 @@ def test_round_trip_views_and_idempotence(ls_server: Any, ls_client: Any, users:
         assert t["meta"]["source"] == "test" and t["meta"]["batch"] == i // 4
         assert d["agreement_flag"] == int(bool(rep["flag"]))
         assert d["agreement_sigma"] == pytest.approx(rep["sigma"], abs=1e-6)
-        assert isinstance(d["agreement_updated"], int) and d["agreement_n_annotators"] == 3
+        who = [u for k, u in enumerate(users) if k < 3 or i % 4 == 1]
+        assert isinstance(d["agreement_updated"], int)
+        assert d["agreement_n_annotators"] == len(who)
         detail = t["meta"]["agreement"]["controls"]
         assert set(detail) == {"sentiment", "topics", "quality"}
-        assert sorted(detail["sentiment"]["annotators"]) == sorted(str(u["id"]) for u in users)
-        # full agreement never scores below full disagreement
+        assert sorted(detail["sentiment"]["annotators"]) == sorted(str(u["id"]) for u in who)
+        assert t["meta"]["agreement"]["annotators"][str(who[0]["id"])] == who[0]["email"]
+    # full agreement never scores below full disagreement
     agree = [t["data"]["agreement_sigma"] for t in tasks.values()
              if int(t["data"]["ext_id"][4:]) % 2 == 0]
     differ = [t["data"]["agreement_sigma"] for t in tasks.values()
@@ -119,7 +128,10 @@ def test_round_trip_views_and_idempotence(ls_server: Any, ls_client: Any, users:
     assert sig == sorted(sig)                                    # worst first
     for u in users:
         v = views[f"Review: {u['email']}"]
-        assert set(conn.view_task_ids(pid, int(v["id"]))) == flagged  # all 3 annotated all
+        worked = {tid for tid, t in tasks.items()
+                  if any(a["completed_by"] == u["id"] for a in t["annotations"])}
+        assert set(conn.view_task_ids(pid, int(v["id"]))) == flagged & worked
+    assert flagged & worked and flagged - worked           # the 4th user's queue is partial
 
     # second sync: nothing written, nothing duplicated, tasks untouched on the server
     res2 = sync_project(ls_server.url, ls_server.token, pid, settings(), out_dir=tmp_path,
@@ -134,7 +146,7 @@ def test_round_trip_views_and_idempotence(ls_server: Any, ls_client: Any, users:
 
     # report files next to the run
     rows = res2.report_paths["annotators_csv"].read_text().splitlines()
-    assert len(rows) == 1 + 3 * 3                   # header + annotators x controls
+    assert len(rows) == 1 + 4 * 3                   # header + annotators x controls
     assert all(u["email"] in res2.report_paths["annotators_json"].read_text() or
                str(u["id"]) in res2.report_paths["annotators_json"].read_text() for u in users)
     conn.close()
