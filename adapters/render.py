@@ -163,7 +163,7 @@ def _control_section(name: str, e: dict) -> str:
             seeds += (f"<details><summary>{key}</summary><pre>"
                       f"{html.escape(json.dumps(e[key], indent=1, default=str)[:20000])}</pre></details>")
     warn = "".join(f"<li>{html.escape(w)}</li>" for w in e.get("warnings", []))
-    return (f"<section>{head}{nums}{cands}{_explain(e.get('diagnostics', []))}"
+    return (f"<section class=control>{head}{nums}{cands}{_explain(e.get('diagnostics', []))}"
             f"<div class=plots>{_distribution_plot(e)}{_annotator_plot(e)}</div>"
             f"<h3>Flagged tasks</h3>{_flagged(e)}{seeds}"
             + (f"<ul class=warn>{warn}</ul>" if warn else "") + "</section>")

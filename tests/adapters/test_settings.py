@@ -1,0 +1,40 @@
+"""Settings: from a mapping and from TOML files (flat or under [report])."""
+from __future__ import annotations
+
+import pytest
+
+from ls_agreement.adapters.settings import ReportSettings, load_settings
+
+
+def test_defaults_and_mapping():
+    s = ReportSettings()
+    assert (s.flag_below, s.p, s.form, s.bootstrap, s.seed, s.strict) == (0.5, 0.05, "canonical", 1000, 0, False)
+    s = ReportSettings.from_mapping({"distances": {"bbox": "boxes.giou"}, "p": 0.1, "groups": {"g": [3, "4"]},
+                                     "plugin_section": {"x": 1}})
+    assert s.distance_for("bbox") == "boxes.giou" and s.distance_for("other") == "auto"
+    assert s.groups == {"g": ["3", "4"]} and s.p == 0.1
+
+
+@pytest.mark.parametrize("bad, key", [
+    ({"p": 1.5}, "'p'"), ({"p": "x"}, "'p'"), ({"bootstrap": -1}, "'bootstrap'"), ({"form": "other"}, "'form'"),
+    ({"strict": "yes"}, "'strict'"), ({"flag_bellow": 0.3}, "flag_bellow"), ({"distances": {"a": 1}}, "distances"),
+    ({"groups": {"g": "3"}}, "groups.g"), ({"seed": True}, "'seed'"),
+])
+def test_bad_settings_name_the_key(bad, key):
+    with pytest.raises(ValueError, match=key):
+        ReportSettings.from_mapping(bad)
+
+
+def test_toml_flat_and_report_table(tmp_path):
+    flat = tmp_path / "a.toml"
+    flat.write_text('flag_below = 0.3\n[distances]\nbbox = "boxes.giou"\n')
+    s = load_settings(flat)
+    assert s.flag_below == 0.3 and s.distances == {"bbox": "boxes.giou"}
+    nested = tmp_path / "b.toml"
+    nested.write_text('[report]\nbootstrap = 10\n[report.distances]\nner = "spans.strict"\n[sync]\nx = 1\n')
+    s = load_settings(nested)
+    assert s.bootstrap == 10 and s.distances == {"ner": "spans.strict"}
+    broken = tmp_path / "c.toml"
+    broken.write_text("p = = 1")
+    with pytest.raises(ValueError, match="not valid TOML"):
+        load_settings(broken)
