@@ -164,7 +164,7 @@ def make_service(args: argparse.Namespace, log: TextIO | None = sys.stderr) -> S
 
 def run(args: argparse.Namespace) -> int:
     """Serve until SIGTERM/SIGINT; return an exit code (see plugin/cli.py)."""
-    from ..client import Connection, LabelStudioError
+    from ..client import Connection, LabelStudioError, RetryPolicy
 
     try:
         svc = make_service(args)
@@ -178,7 +178,7 @@ def run(args: argparse.Namespace) -> int:
         print("warning: no --secret: webhook requests are accepted without "
               "authentication (use only on a trusted network)", file=sys.stderr)
     try:   # only a warning: Label Studio may come up later, jobs retry
-        conn = Connection(svc.url, args.token, timeout=10)
+        conn = Connection(svc.url, args.token, timeout=10, retry=RetryPolicy(attempts=1))
         try:
             conn.whoami()
         finally:
