@@ -35,7 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--project", type=int, action="append", default=[],
                         help="serve only this project (repeatable; default: every project "
                              "registered with `connect` or sending authenticated events)")
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 = any)")
     parser.add_argument("--secret", default=os.environ.get(SECRET_ENV),
                         help=f"shared secret expected in the webhook header (default: ${SECRET_ENV})")

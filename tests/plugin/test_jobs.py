@@ -231,3 +231,13 @@ def test_receiver_auth_ignores_and_fallback_project(tmp_path: Path) -> None:
                            b'{"action": "LABEL_LINK_CREATED"}')
     assert status == 200 and out["status"] == "ignored"
     assert [p for _, p, *_ in rows(tmp_path / "q.sqlite")] == [9]
+
+
+def test_receiver_serves_only_accepted_projects(tmp_path: Path) -> None:
+    q = JobQueue(tmp_path / "q.sqlite")
+    r = Receiver(q, None, accepts=lambda pid: pid == 1)
+    status, out = r.handle({}, b'{"action": "TASKS_CREATED", "project": {"id": 2}}')
+    assert status == 200 and out["status"] == "ignored" and rows(tmp_path / "q.sqlite") == []
+    status, out = r.handle({}, b'{"action": "TASKS_CREATED", "project": {"id": 1}}')
+    assert status == 200 and out["status"] == "queued"
+    assert [p for _, p, *_ in rows(tmp_path / "q.sqlite")] == [1]
