@@ -33,7 +33,7 @@ __all__ = ["Adapted", "adapt"]
 FAMILIES = {"regions": regions, "spans": spans, "text": text, "choices": choices,
             "scalars": scalars, "ranking": ranking, "pairwise": pairwise}
 _KNOWN_TYPES = set().union(*(m.TYPES for m in FAMILIES.values()))
-_OBJECT_KINDS = {"boxes", "polygons", "keypoints", "spans", "set", "ranking", "text"}
+_EMPTY: list = []   # marker: an annotation without results for a multi-object/set control
 
 
 @dataclass
@@ -83,10 +83,12 @@ def adapt(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool =
     parse = {n: fam[n].parse for n in specs}
     multi = {n: (choices.is_multi(s) if fam[n].MULTI is None else fam[n].MULTI)
              for n, s in specs.items()}
-    cells: dict[str, tuple[list, list, list]] = {n: ([], [], []) for n in specs}
+    cells: dict[str, list[tuple]] = {n: [] for n in specs}   # (task id, annotator, parts)
+    applicable_cache: dict[tuple, list[str]] = {}
     names: dict[str, str] = {}
     gt: dict[str, set] = {n: set() for n in specs}
-    texts: dict[str, dict] = {n: {} for n in specs if s_kind(specs[n]) == "spans"}
+    texts: dict[str, dict] = {n: {} for n in specs if specs[n].kind == "spans"}
+    text_controls = list(texts)
     keys = {n: [k for k in s.data_keys if k is not None] for n, s in specs.items()}
     all_names = list(specs)
     seen: set = set()
@@ -114,14 +116,19 @@ def adapt(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool =
         if data is None:
             applicable = all_names
         else:
-            applicable = [n for n in all_names if all(key in data for key in keys[n])]
-        for n in texts:
+            # Tasks of one project nearly always share their data keys: cache by them.
+            sig = tuple(data)
+            applicable = applicable_cache.get(sig)
+            if applicable is None:
+                applicable = [n for n in all_names if all(key in data for key in keys[n])]
+                applicable_cache[sig] = applicable
+        for n in text_controls:
             if n in applicable:
                 t = spans.object_text(specs[n], data)
                 if t is not None:
                     texts[n][tid] = t
         for ann in select_annotations(task, tid, problems, include_predictions):
-            got: dict[str, list] = {n: [] for n in applicable}
+            got: dict[str, list] = {}
             for r, res in enumerate(ann.result):
                 if type(res) is not dict:
                     problems.report("a result must be an object", task_id=tid,
@@ -130,8 +137,10 @@ def adapt(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool =
                 fn = res.get("from_name")
                 bucket = got.get(fn)
                 if bucket is None:
-                    _unplaced(res, fn, r, specs, cfg, tid, ann, problems)
-                    continue
+                    if fn not in specs or fn not in applicable:
+                        _unplaced(res, fn, r, specs, cfg, tid, ann, problems)
+                        continue
+                    bucket = got[fn] = []
                 value = res.get("value")
                 rtype = res.get("type")
                 if type(value) is not dict:
@@ -161,28 +170,32 @@ def adapt(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool =
             who = ann.annotator
             if ann.display and who not in names:
                 names[who] = ann.display
-            for n, parts in got.items():
-                if ann.prediction and not parts:
-                    continue  # a model predicts some controls only: the others are missing
-                if len(parts) > 1 and not multi[n]:
+            for n in applicable:
+                parts = got.get(n)
+                if not parts:
+                    # no result: empty value for multi-object/set kinds, else missing; a
+                    # model predicts some controls only, so for it the others are missing
+                    if ann.prediction or not multi[n]:
+                        continue
+                    parts = _EMPTY
+                elif len(parts) > 1 and not multi[n]:
                     problems.report(f"{len(parts)} results for single-valued control {n!r}; the "
                                     f"last one counts", task_id=tid, annotation_id=ann.annotation_id,
                                     field="result")
-                c = cells[n]
-                c[0].append(tid)
-                c[1].append(who)
-                c[2].append(parts)
+                cells[n].append((tid, who, parts))
                 if ann.ground_truth:
                     gt[n].add((tid, who))
 
     controls: dict[str, ControlData] = {}
     for n, spec in specs.items():
-        items, who, parts = cells[n]
-        state, ctl_warn = (fam[n].plan(parts, spec) if hasattr(fam[n], "plan") else (None, []))
+        cell = cells[n]
+        state, ctl_warn = (fam[n].plan([c[2] for c in cell], spec) if hasattr(fam[n], "plan")
+                           else (None, []))
         build = fam[n].build
+        empty = frozenset() if spec.kind == "set" else ()
         vi, va, vv = [], [], []
-        for t, a, p in zip(items, who, parts):
-            v = build(p, spec, state)
+        for t, a, p in cell:
+            v = empty if p is _EMPTY else build(p, spec, state)
             if v is not MISSING:
                 vi.append(t)
                 va.append(a)
@@ -206,10 +219,6 @@ def adapt(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool =
             ground_truth=gt[n], warnings=ctl_warn,
         )
     return Adapted(controls=controls, warnings=problems.all(), n_tasks=len(seen))
-
-
-def s_kind(spec: Any) -> str:
-    return spec.kind
 
 
 def _unplaced(res: dict, fn: Any, r: int, specs: dict, cfg: LabelingConfig, tid: Any,

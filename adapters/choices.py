@@ -63,8 +63,11 @@ def parse(result: dict, value: dict, spec: ControlSpec, data: Any) -> Any:
     if spec.lower == "taxonomy":
         return _taxonomy(value, spec)
     ch = value.get("choices")
-    if type(ch) is not list or any(type(s) is not str for s in ch):
+    if type(ch) is not list:
         raise BadValue("value.choices", "missing or not a list of strings")
+    for s in ch:
+        if type(s) is not str:
+            raise BadValue("value.choices", "missing or not a list of strings")
     if spec.multiple:
         val: Any = frozenset(ch)
         unknown = sorted(val - set(spec.labels)) if spec.labels else []

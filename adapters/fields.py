@@ -75,8 +75,11 @@ def labels_of(value: dict, key: str) -> list[str] | None:
         key = "labels"
     if v is None:
         return None
-    if type(v) is not list or any(type(s) is not str for s in v):
+    if type(v) is not list:
         raise BadValue(f"value.{key}", "labels must be a list of strings")
+    for s in v:
+        if type(s) is not str:
+            raise BadValue(f"value.{key}", "labels must be a list of strings")
     return v
 
 
