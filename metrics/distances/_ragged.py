@@ -42,6 +42,8 @@ class CrossLayout:
         Value-pair index of each object pair.
     a, b : ndarray of int64, shape (n_cross,)
         Flat (global) object indices of the two objects.
+    la, lb : ndarray of int64, shape (n_cross,)
+        Their positions within their own values.
     """
 
     na: np.ndarray
@@ -50,6 +52,8 @@ class CrossLayout:
     pair: np.ndarray
     a: np.ndarray
     b: np.ndarray
+    la: np.ndarray
+    lb: np.ndarray
 
     @property
     def size(self) -> int:
@@ -74,7 +78,7 @@ def cross_layout(starts_a: np.ndarray, na: np.ndarray,
     k = np.arange(total, dtype=np.int64) - offsets[pair]
     nbp = nb[pair]
     la, lb = np.divmod(k, nbp)
-    return CrossLayout(na, nb, offsets, pair, starts_a[pair] + la, starts_b[pair] + lb)
+    return CrossLayout(na, nb, offsets, pair, starts_a[pair] + la, starts_b[pair] + lb, la, lb)
 
 
 def pair_chunks(sizes: np.ndarray, limit: int = CHUNK_OBJECT_PAIRS) -> Iterator[slice]:
@@ -105,10 +109,8 @@ def segment_max(s: np.ndarray, lay: CrossLayout) -> tuple[np.ndarray, np.ndarray
     la = np.arange(pa.size) - np.repeat(np.cumsum(lay.na) - lay.na, lay.na)
     best_a = np.maximum.reduceat(s, lay.offsets[pa] + la * lay.nb[pa]) if s.size else s
     # Transpose each na x nb block so B's scores become contiguous too.
-    k = np.arange(s.size) - lay.offsets[lay.pair]
-    la_t, lb_t = np.divmod(k, lay.nb[lay.pair])
     st = np.empty_like(s)
-    st[lay.offsets[lay.pair] + lb_t * lay.na[lay.pair] + la_t] = s
+    st[lay.offsets[lay.pair] + lay.lb * lay.na[lay.pair] + lay.la] = s
     pb = np.repeat(np.arange(lay.nb.size), lay.nb)
     lb = np.arange(pb.size) - np.repeat(np.cumsum(lay.nb) - lay.nb, lay.nb)
     best_b = np.maximum.reduceat(st, lay.offsets[pb] + lb * lay.na[pb]) if s.size else s

@@ -21,6 +21,9 @@ Similarities per box pair (then combined over the two sets, see
 """
 from __future__ import annotations
 
+from itertools import chain
+from operator import attrgetter
+
 import numpy as np
 import shapely
 
@@ -60,7 +63,7 @@ def _ratio(num: np.ndarray, den: np.ndarray, d: dict, a: np.ndarray, b: np.ndarr
     zero = ~(den > 0)
     if zero.any():
         az, bz = a[zero], b[zero]
-        r[zero] = np.all(np.abs(d["corners"][az] - d["corners"][bz]) <= 1e-12, axis=(1, 2))
+        r[zero] = np.all([d[k][az] == d[k][bz] for k in ("x1", "y1", "x2", "y2", "rot")], axis=0)
     return r
 
 
@@ -92,31 +95,36 @@ class BoxDistance(MultiObjectDistance):
         self.name = f"boxes.{similarity}"
 
     def pack(self, packed: PackedObjects) -> None:
-        objs = packed.objects
-        n = len(objs)
-        arr = np.fromiter((v for o in objs for v in (o.x, o.y, o.width, o.height, o.rotation)),
-                          dtype=np.float64, count=5 * n).reshape(n, 5)
-        x, y, w, h, rot = arr.T
+        get = attrgetter("x", "y", "width", "height", "rotation")
+        n = len(packed.objects)
+        arr = np.fromiter(chain.from_iterable(map(get, packed.objects)), dtype=np.float64,
+                          count=5 * n).reshape(n, 5)
+        x, y, w, h, rot = (np.ascontiguousarray(arr[:, k]) for k in range(5))
         d = packed.data
         d["x1"], d["y1"], d["x2"], d["y2"] = x, y, x + w, y + h
         # From the rounded corners, so that the axis-aligned intersection (computed from the
         # same corners) of a box with itself equals its area even for sub-ulp sizes.
         d["area"] = (d["x2"] - x) * (d["y2"] - y)
-        d["rotated"] = np.mod(rot, 360.0) != 0.0
-        d["corners"] = corners = box_corners(x, y, w, h, rot)
-        d["c0"], d["c2"] = corners[:, 0].copy(), corners[:, 2].copy()
-        d["lo"], d["hi"] = corners.min(axis=1), corners.max(axis=1)
-        d["poly"] = None
-        if d["rotated"].any():
-            d["poly"] = shapely.polygons(d["corners"])
+        d["rot"] = np.mod(rot, 360.0)
+        d["rotated"] = d["rot"] != 0.0
+        any_rotated = bool(d["rotated"].any())
+        if self.sim_name == "l2" or any_rotated:
+            corners = box_corners(x, y, w, h, rot)
+            d["corners"] = corners
+            d["c0x"], d["c0y"] = corners[:, 0, 0].copy(), corners[:, 0, 1].copy()
+            d["c2x"], d["c2y"] = corners[:, 2, 0].copy(), corners[:, 2, 1].copy()
+        if any_rotated:
+            d["lo"], d["hi"] = corners.min(axis=1), corners.max(axis=1)
+            d["poly"] = shapely.polygons(corners)
             d["parea"] = shapely.area(d["poly"])
 
     def similarity(self, packed: PackedObjects, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         d = packed.data
         if self.sim_name == "l2":
-            rmse = (np.sqrt(((d["c0"][a] - d["c0"][b]) ** 2).sum(axis=1) / 2.0)
-                    + np.sqrt(((d["c2"][a] - d["c2"][b]) ** 2).sum(axis=1) / 2.0))
-            return np.maximum(0.0, 1.0 - rmse / self.l2_scale)
+            e0 = np.hypot(d["c0x"][a] - d["c0x"][b], d["c0y"][a] - d["c0y"][b])
+            e2 = np.hypot(d["c2x"][a] - d["c2x"][b], d["c2y"][a] - d["c2y"][b])
+            # RMSE of a 2-d point = its Euclidean distance / sqrt(2)
+            return np.maximum(0.0, 1.0 - (e0 + e2) / (np.sqrt(2.0) * self.l2_scale))
         if self.sim_name == "iou":
             return box_pair_iou(d, a, b)
         return (1.0 + box_pair_giou(d, a, b)) / 2.0
@@ -124,13 +132,25 @@ class BoxDistance(MultiObjectDistance):
 
 def _aligned_parts(d: dict, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Intersection, union and enclosing-box areas of axis-aligned boxes, shape (n,) each."""
-    iw = np.minimum(d["x2"][a], d["x2"][b]) - np.maximum(d["x1"][a], d["x1"][b])
-    ih = np.minimum(d["y2"][a], d["y2"][b]) - np.maximum(d["y1"][a], d["y1"][b])
-    inter = np.clip(iw, 0, None) * np.clip(ih, 0, None)
-    union = d["area"][a] + d["area"][b] - inter
-    cw = np.maximum(d["x2"][a], d["x2"][b]) - np.minimum(d["x1"][a], d["x1"][b])
-    ch = np.maximum(d["y2"][a], d["y2"][b]) - np.minimum(d["y1"][a], d["y1"][b])
-    return inter, union, cw * ch
+    # Contiguous 1-d columns and in-place ops: several times faster than (n, 2) views.
+    x1a, x1b, x2a, x2b = d["x1"][a], d["x1"][b], d["x2"][a], d["x2"][b]
+    y1a, y1b, y2a, y2b = d["y1"][a], d["y1"][b], d["y2"][a], d["y2"][b]
+    iw = np.minimum(x2a, x2b)
+    iw -= np.maximum(x1a, x1b)
+    ih = np.minimum(y2a, y2b)
+    ih -= np.maximum(y1a, y1b)
+    inter = np.maximum(iw, 0.0, out=iw)
+    inter *= np.maximum(ih, 0.0, out=ih)
+    union = d["area"][a]
+    union += d["area"][b]
+    union -= inter
+    # the smallest box enclosing both (GIoU's C)
+    cw = np.maximum(x2a, x2b, out=x2a)
+    cw -= np.minimum(x1a, x1b, out=x1a)
+    ch = np.maximum(y2a, y2b, out=y2a)
+    ch -= np.minimum(y1a, y1b, out=y1a)
+    cw *= ch
+    return inter, union, cw
 
 
 def _rotated_parts(d: dict, a: np.ndarray, b: np.ndarray, hull: bool

@@ -16,9 +16,12 @@ different labels similarity 0; ``"ignore"`` compares geometry only.
 """
 from __future__ import annotations
 
+from itertools import chain
+from operator import attrgetter
 from typing import Any, Sequence
 
 import numpy as np
+import pandas as pd
 from scipy.optimize import linear_sum_assignment
 
 from .base import Distance
@@ -50,8 +53,21 @@ class PackedObjects:
         self.counts = counts
         self.starts = np.cumsum(counts) - counts
         self.value_of = np.repeat(np.arange(counts.size, dtype=np.int64), counts)
-        self.labels, self.label_names = hashable_codes([o.label for o in objects])
+        self.labels, self.label_names = label_codes(objects)
         self.data: dict[str, Any] = {}
+
+
+def label_codes(objects: list) -> tuple[np.ndarray, list]:
+    """Int code per object's label (C-speed factorization; ``None`` is a label too)."""
+    if not objects:
+        return np.zeros(0, dtype=np.int64), []
+    labels = np.empty(len(objects), dtype=object)
+    labels[:] = list(map(attrgetter("label"), objects))
+    try:
+        codes, uniques = pd.factorize(labels, use_na_sentinel=False)
+        return codes.astype(np.int64), list(uniques)
+    except TypeError:  # unhashable or unorderable labels
+        return hashable_codes(labels.tolist())
 
 
 def flatten_regions(values: Sequence[Any], region_type: type, what: str) -> PackedObjects:
@@ -62,21 +78,25 @@ def flatten_regions(values: Sequence[Any], region_type: type, what: str) -> Pack
     ValueError
         Naming the value (position in the batch) and object that is not a region.
     """
-    objects: list = []
-    counts = np.empty(len(values), dtype=np.int64)
-    for v, value in enumerate(values):
-        try:
-            seq = as_sequence(value)
-        except TypeError:
-            raise ValueError(f"{what}: value #{v} is {type(value).__name__}, "
-                             f"expected a sequence of {region_type.__name__}") from None
-        for k, obj in enumerate(seq):
-            if not isinstance(obj, region_type):
-                raise ValueError(f"{what}: value #{v}, object #{k} is {type(obj).__name__} "
-                                 f"({obj!r:.60}), expected {region_type.__name__}")
-        objects.extend(seq)
-        counts[v] = len(seq)
+    seqs = [v if type(v) is tuple else _as_seq(v, n, region_type, what) for n, v in enumerate(values)]
+    counts = np.fromiter(map(len, seqs), dtype=np.int64, count=len(seqs))
+    objects = list(chain.from_iterable(seqs))
+    if set(map(type, objects)) - {region_type}:
+        # Slow path only to name the culprit.
+        for v, seq in enumerate(seqs):
+            for k, obj in enumerate(seq):
+                if not isinstance(obj, region_type):
+                    raise ValueError(f"{what}: value #{v}, object #{k} is {type(obj).__name__} "
+                                     f"({obj!r:.60}), expected {region_type.__name__}")
     return PackedObjects(objects, counts)
+
+
+def _as_seq(value: Any, n: int, region_type: type, what: str) -> tuple:
+    try:
+        return as_sequence(value)
+    except TypeError:
+        raise ValueError(f"{what}: value #{n} is {type(value).__name__}, "
+                         f"expected a sequence of {region_type.__name__}") from None
 
 
 class MultiObjectDistance(Distance):
@@ -133,10 +153,15 @@ class MultiObjectDistance(Distance):
 
     def object_scores(self, packed: PackedObjects, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """Similarities in [0, 1] with the label rule applied (floored at 0)."""
-        s = np.asarray(self.similarity(packed, a, b), dtype=np.float64)
-        if self.labels == "strict":
-            s = np.where(packed.labels[a] == packed.labels[b], s, 0.0)
-        return np.clip(s, 0.0, 1.0)
+        if self.labels == "strict" and len(packed.label_names) > 1:
+            # Objects with different labels score 0: compute only the others.
+            same = np.flatnonzero(packed.labels[a] == packed.labels[b])
+            s = np.zeros(a.size)
+            if same.size:
+                s[same] = self.similarity(packed, a[same], b[same])
+        else:
+            s = np.asarray(self.similarity(packed, a, b), dtype=np.float64)
+        return np.clip(s, 0.0, 1.0, out=s)
 
 
 def combine_scores(s: np.ndarray, lay: CrossLayout, combine: str) -> np.ndarray:
