@@ -179,9 +179,10 @@ def adapt(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool =
                         continue
                     parts = _EMPTY
                 elif len(parts) > 1 and not multi[n]:
-                    problems.report(f"{len(parts)} results for single-valued control {n!r}; the "
-                                    f"last one counts", task_id=tid, annotation_id=ann.annotation_id,
-                                    field="result")
+                    msg = f"{len(parts)} results for single-valued control {n!r}"
+                    if strict:
+                        problems.report(msg, task_id=tid, annotation_id=ann.annotation_id, field="result")
+                    problems.warn(f"task {tid}, annotation {ann.annotation_id}: {msg}; the last one counts")
                 cells[n].append((tid, who, parts))
                 if ann.ground_truth:
                     gt[n].add((tid, who))

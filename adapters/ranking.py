@@ -3,10 +3,11 @@
 ``value.ranker`` maps a ranker or bucket name to item ids (label-studio.md); ``_`` holds
 the items not put in any bucket. The items themselves come from the List object's data
 (a list of ``{"id", ...}``). A plain Ranker's value is the tuple of ids, best first. With
-buckets the value is a :class:`BucketRanking`: the same flat tuple (buckets in config
-order, each bucket's items in their dragged order, unbucketed items last), which any
-ranking distance can read, plus ``.groups``: one tuple of ids per bucket (``_`` last), for
-distances that compare buckets as ordered categories. Unanswered is *missing*.
+buckets the value is a tuple of buckets, each a tuple of ids, in config order with the
+unbucketed items (``_``) last: ``rankings.*`` distances read a tuple element as a bucket
+whose ids tie, so buckets compare as ordered categories (measures.md §4); an empty bucket
+keeps its place so that bucket indexes mean the same for every annotator.
+Unanswered is *missing*.
 """
 from __future__ import annotations
 
@@ -16,26 +17,10 @@ from .config import ControlSpec
 from .errors import BadValue, SuspectValue
 from .fields import MISSING
 
-__all__ = ["TYPES", "MULTI", "parse", "build", "BucketRanking"]
+__all__ = ["TYPES", "MULTI", "parse", "build"]
 
 TYPES = {"ranker"}
 MULTI = False
-
-
-class BucketRanking(tuple):
-    """A flat ranking (ids best first) that also knows its bucket groups."""
-
-    groups: tuple[tuple[str, ...], ...]
-    bucket_names: tuple[str, ...]
-
-    def __new__(cls, groups: tuple[tuple[str, ...], ...], names: tuple[str, ...]) -> "BucketRanking":
-        self = super().__new__(cls, [i for g in groups for i in g])
-        self.groups = groups
-        self.bucket_names = names
-        return self
-
-    def __reduce__(self) -> tuple:
-        return (BucketRanking, (self.groups, self.bucket_names))
 
 
 def _ids(v: Any, field: str) -> tuple[str, ...]:
@@ -64,7 +49,7 @@ def _list_ids(spec: ControlSpec, data: Any) -> set[str] | None:
 
 
 def parse(result: dict, value: dict, spec: ControlSpec, data: Any) -> tuple:
-    """One Ranker result -> tuple of ids, or BucketRanking.
+    """One Ranker result -> tuple of ids, or tuple of buckets (tuples of ids).
 
     Raises
     ------
@@ -80,18 +65,19 @@ def parse(result: dict, value: dict, spec: ControlSpec, data: Any) -> tuple:
         extra = [k for k in rk if k not in names]
         if extra:
             raise BadValue("value.ranker", f"unknown bucket(s) {extra}")
-        groups = tuple(_ids(rk.get(b, []), f"value.ranker.{b}") for b in names)
-        val: tuple = BucketRanking(groups, names)
+        val: tuple = tuple(_ids(rk.get(b, []), f"value.ranker.{b}") for b in names)
+        flat = [i for g in val for i in g]
     else:
         key = spec.name if spec.name in rk else (next(iter(rk)) if len(rk) == 1 else None)
         if key is None:
             raise BadValue("value.ranker", f"no ranking under {spec.name!r}")
         val = _ids(rk[key], f"value.ranker.{key}")
-    if len(set(val)) != len(val):
+        flat = list(val)
+    if len(set(flat)) != len(flat):
         raise BadValue("value.ranker", "an item is ranked more than once")
     known = _list_ids(spec, data)
     if known is not None:
-        unknown = sorted(set(val) - known)
+        unknown = sorted(set(flat) - known)
         if unknown:
             raise SuspectValue("value.ranker", f"item(s) {unknown} not in the task's list", val)
     return val

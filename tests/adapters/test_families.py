@@ -8,7 +8,6 @@ from datetime import datetime, timezone
 import pytest
 
 from ls_agreement.adapters.adapt import adapt
-from ls_agreement.adapters.ranking import BucketRanking
 from ls_agreement.metrics.model import Box, Keypoint, Polygon, Span
 
 from .conftest import load
@@ -68,9 +67,9 @@ def test_rankers(config_xml):
     assert values(config_xml, "by_tag_ranker__rank.json", "rank")[0] == {
         "4": ("a", "b", "c"), "5": ("b", "a", "c"), "6": ("a", "c", "b")}
     v, _ = values(config_xml, "by_tag_ranker__rank_buckets.json", "rank_buckets")
-    assert isinstance(v["4"], BucketRanking)
-    assert v["4"].groups == (("a",), ("c",), ("b",)) and tuple(v["4"]) == ("a", "c", "b")
-    assert v["5"].groups == (("a", "b"), ("c",), ())
+    # buckets relevant, irrelevant (config order), then "_" (not bucketed)
+    assert v["4"] == (("a",), ("c",), ("b",))
+    assert v["5"] == (("a", "b"), ("c",), ())
 
 
 def test_pairwise_both_shapes(config_xml):
