@@ -80,7 +80,6 @@ def adapt(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool =
         problems.warn(w)
     specs = cfg.controls
     fam = {n: FAMILIES[s.family] for n, s in specs.items()}
-    parse = {n: fam[n].parse for n in specs}
     multi = {n: (choices.is_multi(s) if fam[n].MULTI is None else fam[n].MULTI)
              for n, s in specs.items()}
     cells: dict[str, list[tuple]] = {n: [] for n in specs}   # (task id, annotator, parts)
@@ -91,6 +90,8 @@ def adapt(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool =
     text_controls = list(texts)
     keys = {n: [k for k in s.data_keys if k is not None] for n, s in specs.items()}
     all_names = list(specs)
+    all_multi = [n for n in all_names if multi[n]]
+    handlers = {n: (fam[n].parse, fam[n].TYPES, s) for n, s in specs.items()}
     seen: set = set()
     if not isinstance(tasks, (list, tuple)):
         try:
@@ -114,14 +115,15 @@ def adapt(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool =
             problems.report(f"data must be an object, got {type(data).__name__}", task_id=tid, field="data")
             data = None
         if data is None:
-            applicable = all_names
+            applicable, applicable_set, multi_applicable = all_names, set(all_names), all_multi
         else:
             # Tasks of one project nearly always share their data keys: cache by them.
             sig = tuple(data)
-            applicable = applicable_cache.get(sig)
-            if applicable is None:
-                applicable = [n for n in all_names if all(key in data for key in keys[n])]
-                applicable_cache[sig] = applicable
+            cached = applicable_cache.get(sig)
+            if cached is None:
+                names_ok = [n for n in all_names if all(key in data for key in keys[n])]
+                cached = applicable_cache[sig] = (names_ok, set(names_ok), [n for n in names_ok if multi[n]])
+            applicable, applicable_set, multi_applicable = cached
         for n in text_controls:
             if n in applicable:
                 t = spans.object_text(specs[n], data)
@@ -129,63 +131,65 @@ def adapt(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool =
                     texts[n][tid] = t
         for ann in select_annotations(task, tid, problems, include_predictions):
             got: dict[str, list] = {}
+            aid = ann.annotation_id
             for r, res in enumerate(ann.result):
                 if type(res) is not dict:
-                    problems.report("a result must be an object", task_id=tid,
-                                    annotation_id=ann.annotation_id, field=f"result[{r}]")
+                    problems.report("a result must be an object", task_id=tid, annotation_id=aid,
+                                    field=f"result[{r}]")
                     continue
                 fn = res.get("from_name")
                 bucket = got.get(fn)
                 if bucket is None:
-                    if fn not in specs or fn not in applicable:
+                    if fn not in applicable_set:
                         _unplaced(res, fn, r, specs, cfg, tid, ann, problems)
                         continue
                     bucket = got[fn] = []
+                parse_fn, types, spec = handlers[fn]
                 value = res.get("value")
-                rtype = res.get("type")
                 if type(value) is not dict:
-                    problems.report("missing or not an object", task_id=tid,
-                                    annotation_id=ann.annotation_id, field=f"result[{r}].value")
+                    problems.report("missing or not an object", task_id=tid, annotation_id=aid,
+                                    field=f"result[{r}].value")
                     continue
-                if rtype is not None and rtype not in fam[fn].TYPES:
-                    problems.report(f"result type {rtype!r} does not fit control {fn!r} "
-                                    f"({specs[fn].tag})", task_id=tid,
-                                    annotation_id=ann.annotation_id, field=f"result[{r}].type")
+                rtype = res.get("type")
+                if rtype is not None and rtype not in types:
+                    problems.report(f"result type {rtype!r} does not fit control {fn!r} ({spec.tag})",
+                                    task_id=tid, annotation_id=aid, field=f"result[{r}].type")
                     continue
                 try:
-                    bucket.append(parse[fn](res, value, specs[fn], data))
+                    bucket.append(parse_fn(res, value, spec, data))
                 except SuspectValue as exc:
                     if strict:
-                        problems.report(exc.message, task_id=tid, annotation_id=ann.annotation_id,
+                        problems.report(exc.message, task_id=tid, annotation_id=aid,
                                         field=f"result[{r}].{exc.field}")
-                    problems.warn(f"task {tid}, annotation {ann.annotation_id}, field "
+                    problems.warn(f"task {tid}, annotation {aid}, field "
                                   f"'result[{r}].{exc.field}': {exc.message} (kept)")
                     bucket.append(exc.keep)
                 except BadValue as exc:
-                    problems.report(exc.message, task_id=tid, annotation_id=ann.annotation_id,
+                    problems.report(exc.message, task_id=tid, annotation_id=aid,
                                     field=f"result[{r}].{exc.field}")
                 except (ValueError, TypeError, AttributeError) as exc:  # model-level checks
-                    problems.report(str(exc) or type(exc).__name__, task_id=tid,
-                                    annotation_id=ann.annotation_id, field=f"result[{r}].value")
+                    problems.report(str(exc) or type(exc).__name__, task_id=tid, annotation_id=aid,
+                                    field=f"result[{r}].value")
             who = ann.annotator
             if ann.display and who not in names:
                 names[who] = ann.display
-            for n in applicable:
-                parts = got.get(n)
-                if not parts:
-                    # no result: empty value for multi-object/set kinds, else missing; a
-                    # model predicts some controls only, so for it the others are missing
-                    if ann.prediction or not multi[n]:
-                        continue
-                    parts = _EMPTY
-                elif len(parts) > 1 and not multi[n]:
+            for n, parts in got.items():
+                if len(parts) > 1 and not multi[n]:
                     msg = f"{len(parts)} results for single-valued control {n!r}"
                     if strict:
-                        problems.report(msg, task_id=tid, annotation_id=ann.annotation_id, field="result")
-                    problems.warn(f"task {tid}, annotation {ann.annotation_id}: {msg}; the last one counts")
+                        problems.report(msg, task_id=tid, annotation_id=aid, field="result")
+                    problems.warn(f"task {tid}, annotation {aid}: {msg}; the last one counts")
                 cells[n].append((tid, who, parts))
                 if ann.ground_truth:
                     gt[n].add((tid, who))
+            if ann.prediction:
+                continue  # a model predicts some controls only: the others are missing
+            # no result: the empty value for multi-object/set kinds (scalar kinds: missing)
+            for n in multi_applicable:
+                if n not in got:
+                    cells[n].append((tid, who, _EMPTY))
+                    if ann.ground_truth:
+                        gt[n].add((tid, who))
 
     controls: dict[str, ControlData] = {}
     for n, spec in specs.items():

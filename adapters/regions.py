@@ -12,11 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ls_agreement.metrics.model import Box, Keypoint, Polygon
-
 from .config import ControlSpec
 from .errors import BadValue
-from .fields import finite_or_none, label_key, labels_of, nonneg, number
+from .fields import (finite_or_none, label_key, labels_of, make_box, make_keypoint, make_polygon, nonneg,
+                     number)
 
 __all__ = ["TYPES", "MULTI", "parse", "plan", "build"]
 
@@ -64,7 +63,7 @@ def parse(result: dict, value: dict, spec: ControlSpec, data: Any) -> tuple:
     if ow is not None or oh is not None:
         ow, oh = finite_or_none(ow), finite_or_none(oh)
         if ow is None or oh is None:
-            raise BadValue("original_width", "image size must be positive finite numbers")
+            raise BadValue("original_width", "image size must be positive finite numbers (pixels)")
     return (label, geom, ow, oh)
 
 
@@ -91,15 +90,15 @@ def build(parts: list, spec: ControlSpec, pixels: bool) -> tuple:
             x, y, w, h, rot = geom
             if pixels:  # x * size / 100 (not x * (size / 100)): exact for whole percents
                 x, y, w, h = x * ow / 100.0, y * oh / 100.0, w * ow / 100.0, h * oh / 100.0
-            out.append(Box(x, y, w, h, rot, label))
+            out.append(make_box(x, y, w, h, rot, label))
         elif region == "polygon":
             pts = geom[0]
             if pixels:
                 pts = tuple((px * ow / 100.0, py * oh / 100.0) for px, py in pts)
-            out.append(Polygon(pts, label))
+            out.append(make_polygon(pts, label))
         else:
             x, y = geom
             if pixels:
                 x, y = x * ow / 100.0, y * oh / 100.0
-            out.append(Keypoint(x, y, label))
+            out.append(make_keypoint(x, y, label))
     return tuple(out)

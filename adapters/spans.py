@@ -8,13 +8,14 @@ labels on one span become one label ``"A|B"``. Multi-object kind: no spans = ``(
 """
 from __future__ import annotations
 
-from typing import Any
-
-from ls_agreement.metrics.model import Span
+from typing import TYPE_CHECKING, Any
 
 from .config import ControlSpec
 from .errors import BadValue
-from .fields import label_key, labels_of
+from .fields import label_key, labels_of, make_span
+
+if TYPE_CHECKING:
+    from ls_agreement.metrics.model import Span
 
 __all__ = ["TYPES", "MULTI", "parse", "build", "object_text"]
 
@@ -42,7 +43,7 @@ def object_text(spec: ControlSpec, data: Any) -> str | None:
     return text if type(text) is str else None
 
 
-def parse(result: dict, value: dict, spec: ControlSpec, data: Any) -> Span:
+def parse(result: dict, value: dict, spec: ControlSpec, data: Any) -> "Span":
     """One span.
 
     Raises
@@ -69,7 +70,7 @@ def parse(result: dict, value: dict, spec: ControlSpec, data: Any) -> Span:
         raise BadValue("value.end", f"end ({end}) is before start ({start})")
     label = label_key(labels_of(value, "hypertextlabels" if spec.lower == "hypertextlabels" else "labels"))
     snippet = value.get("text")
-    return Span(start, end, label, snippet if type(snippet) is str else None)
+    return make_span(start, end, label, snippet if type(snippet) is str else None)
 
 
 def build(parts: list, spec: ControlSpec, state: Any = None) -> tuple:

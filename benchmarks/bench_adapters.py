@@ -107,18 +107,26 @@ def make_export(path: Path, n_tasks: int, seed: int = 0) -> int:
     return path.stat().st_size
 
 
-def _best_of(fn, repeat: int) -> tuple[float, object]:
+def _best_of(fn, repeat: int, gc_on: bool) -> tuple[float, object]:
+    """Best wall time of ``repeat`` runs. With ``gc_on=False`` the cyclic garbage collector
+    is paused while timing: json.load of millions of objects otherwise triggers repeated
+    full collections, which would flatter the ratio."""
     best, out = float("inf"), None
     for _ in range(repeat):
         out = None
         gc.collect()
-        t0 = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t0)
+        if not gc_on:
+            gc.disable()
+        try:
+            t0 = time.perf_counter()
+            out = fn()
+            best = min(best, time.perf_counter() - t0)
+        finally:
+            gc.enable()
     return best, out
 
 
-def main(n_tasks: int = 100_000, repeat: int = 2) -> None:
+def main(n_tasks: int = 100_000, repeat: int = 1) -> None:
     config = parse_config(CONFIG)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "export.json"
@@ -131,20 +139,24 @@ def main(n_tasks: int = 100_000, repeat: int = 2) -> None:
             with open(path, "rb") as fh:
                 return json.load(fh)
 
-        t_load, tasks = _best_of(load, repeat)
-        t_adapt, out = _best_of(lambda: adapt(config, tasks), repeat)
+        rows = []
+        for gc_on in (False, True):
+            t_load, tasks = _best_of(load, repeat, gc_on)
+            t_adapt, out = _best_of(lambda: adapt(config, tasks), repeat, gc_on)
+            rows.append((gc_on, t_load, t_adapt))
+            del tasks
     n_values = sum(len(c.table) for c in out.controls.values())
-    ratio = t_adapt / t_load
-    print(f"{'step':<28}{'seconds':>10}")
-    print(f"{'json.load':<28}{t_load:>10.2f}")
-    print(f"{'adapt (all controls)':<28}{t_adapt:>10.2f}")
+    print(f"{'garbage collector':<20}{'json.load s':>12}{'adapt s':>10}{'ratio':>8}")
+    for gc_on, t_load, t_adapt in rows:
+        print(f"{'on' if gc_on else 'paused':<20}{t_load:>12.2f}{t_adapt:>10.2f}{t_adapt / t_load:>8.2f}")
     print(f"values: {n_values} in {len(out.controls)} controls; warnings: {len(out.warnings)}")
-    print(f"ratio adapt / json.load = {ratio:.2f} (target <= 2.0): {'PASS' if ratio <= 2.0 else 'FAIL'}")
+    worst = max(r[2] / r[1] for r in rows)
+    print(f"worst ratio adapt / json.load = {worst:.2f} (target <= 2.0): {'PASS' if worst <= 2.0 else 'FAIL'}")
 
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--tasks", type=int, default=100_000)
-    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=1)
     a = ap.parse_args()
     main(a.tasks, a.repeat)
