@@ -28,7 +28,7 @@ PREFIX = "agreement_"
 META_KEY = "agreement"
 UPDATED_KEY = PREFIX + "updated"
 PAYLOAD_VERSION = 1
-_DIGITS = 6
+_DIGITS = 3   # Data Manager display precision; full precision lives in report.json
 
 
 @dataclass

@@ -8,7 +8,7 @@ bootstrap = 1000
 bbox = "iou"             # from_name -> distance name or "auto"
 
 [sync]                   # → SyncOptions
-workers = 4              # concurrent PATCHes
+workers = 8              # concurrent PATCHes
 chunk = 100              # tasks re-read together right before their writes
 attempts = 4             # tries per request (bounded retries, exponential backoff)
 timeout = 60             # seconds per request
@@ -30,7 +30,7 @@ from .client import BadInput
 class SyncOptions:
     """How the sync talks to the server (not what it computes)."""
 
-    workers: int = 4
+    workers: int = 8
     chunk: int = 100
     attempts: int = 4
     backoff: float = 0.5

@@ -101,7 +101,7 @@ def test_round_trip_views_and_idempotence(ls_server: Any, ls_client: Any,
         assert d["text"] == f"text {i}" and d["agreement_mine"] == i
         assert t["meta"]["source"] == "test" and t["meta"]["batch"] == i // 4
         assert d["agreement_flag"] == int(bool(rep["flag"]))
-        assert d["agreement_sigma"] == pytest.approx(rep["sigma"], abs=1e-6)
+        assert d["agreement_sigma"] == pytest.approx(rep["sigma"], abs=5e-4)  # 3 decimals
         who = [u for k, u in enumerate(users) if k < 3 or i % 4 == 1]
         assert isinstance(d["agreement_updated"], int)
         assert d["agreement_n_annotators"] == len(who)
