@@ -59,21 +59,21 @@ class _SigmaGrid:
 
     def thresholds(self, we: np.ndarray, tot: np.ndarray) -> np.ndarray:
         """``d*`` per replicate; ``we`` has shape (n_rep, n_expected)."""
-        out = np.empty(we.shape[0])
+        out = np.full(we.shape[0], np.nan)  # a replicate that drew no expected pair has no d*
         if self.grid is None:
-            for r in range(we.shape[0]):
+            for r in np.flatnonzero(tot > 0):
                 out[r] = sigma_threshold(self.de, self.p, weights=we[r], bandwidth=0.0)
             return out
         wu = np.add.reduceat(we, self.run_starts, axis=1)
         f = (wu[:, : self.win] @ self.kernel.T - (wu @ self.below_zero)[:, None]) / tot[:, None]
         reached = f >= self.p
         k = np.argmax(reached, axis=1)
-        ok = reached[np.arange(we.shape[0]), k] & (k > 0)
+        ok = reached[np.arange(we.shape[0]), k] & (k > 0) & (tot > 0)
         r = np.flatnonzero(ok)
         g0, g1 = self.grid[k[r] - 1], self.grid[k[r]]
         f0, f1 = f[r, k[r] - 1], f[r, k[r]]
         out[r] = g0 + (self.p - f0) * (g1 - g0) / np.where(f1 > f0, f1 - f0, 1.0)
-        for r in np.flatnonzero(~ok):  # beyond the grid: exact bisection for this replicate
+        for r in np.flatnonzero(~ok & (tot > 0)):  # beyond the grid: exact root for this replicate
             out[r] = sigma_threshold(self.de, self.p, weights=we[r], bandwidth=self.bw)
         return out
 

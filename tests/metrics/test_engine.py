@@ -160,3 +160,14 @@ def test_to_dict_is_json_serialisable():
     d = json.loads(json.dumps(r.to_dict(items=True)))
     assert d["alpha"] == pytest.approx(r.alpha) and set(d["ci"]) == {"alpha", "ks", "sigma"}
     assert len(d["items"]) == r.n_items
+
+
+def test_bootstrap_on_tiny_data_skips_degenerate_replicates():
+    """Replicates that draw no between-item pair have no chance baseline: skipped, not fatal."""
+    for values in ([1, 1, 2, 2], ["a", "b", "a", "a"], [0.5, 0.5, 3.0, 3.0]):
+        t = pd.DataFrame({"item": [1, 1, 2, 2], "annotator": ["x", "y", "x", "y"], "value": values})
+        for level in ("nominal", "interval"):
+            if level == "interval" and isinstance(values[0], str):
+                continue
+            r = agreement(t, level, bootstrap=200, seed=3)
+            assert set(r.ci) == {"alpha", "ks", "sigma"}
