@@ -22,6 +22,7 @@ import pandas as pd
 from .adapt import adapt
 from .control import ControlData
 from .settings import ReportSettings
+from .spans import span_units_table
 
 __all__ = ["build_report", "control_report", "REPORT_VERSION"]
 
@@ -92,17 +93,14 @@ def _modes(counts: list[float]) -> int:
     return n
 
 
-def _choose(ctl: ControlData, settings: ReportSettings, entry: dict) -> str:
+def _choose(ctl: ControlData, table: pd.DataFrame, settings: ReportSettings, entry: dict) -> str:
     """Winner of ``auto`` (highest KS among the candidates), recording the candidates."""
-    try:
-        from ls_agreement.metrics.choose import choose_distance
-    except ImportError:
-        entry["notes"].append("auto-unavailable")
-        return ctl.default_distance
+    from ls_agreement.metrics.choose import choose_distance
+
     if len(ctl.candidates) == 1:
         return ctl.candidates[0]
     # Rank candidates without intervals; only the winner is bootstrapped (below).
-    choice = choose_distance(ctl.table, ctl.candidates, p=settings.p, form=settings.form,
+    choice = choose_distance(table, ctl.candidates, p=settings.p, form=settings.form,
                              seed=settings.seed, bootstrap=0, flag_below=settings.flag_below)
     rows = []
     for rec in choice.table.to_dict("records"):
@@ -119,13 +117,16 @@ def control_report(ctl: ControlData, settings: ReportSettings) -> dict[str, Any]
 
     entry = _empty_entry(ctl, settings)
     table = ctl.table
+    if ctl.kind == "spans":
+        table, entry["units"], notes = span_units_table(ctl)
+        entry["warnings"].extend(notes)
     if not ctl.pairable():
         entry["warnings"].append("fewer than two annotators on every task: no agreement computed")
         _annotators_only(ctl, entry)
         return entry
     wanted = settings.distance_for(ctl.name)
     try:
-        dist = _choose(ctl, settings, entry) if wanted == "auto" else wanted
+        dist = _choose(ctl, table, settings, entry) if wanted == "auto" else wanted
         entry["distance"] = dist
         kw = dict(p=settings.p, form=settings.form, seed=settings.seed, flag_below=settings.flag_below)
         try:

@@ -25,13 +25,14 @@ import pandas as pd
 from ls_agreement.metrics.cross_kappa import cross_kappa
 from ls_agreement.metrics.crowdtruth import crowdtruth
 from ls_agreement.metrics.model import Span
-from ls_agreement.metrics.span_f1 import char_spans_to_tokens, span_f1_table
+from ls_agreement.metrics.span_f1 import span_f1_table
+
+from .spans import SPAN_TOKENIZER, token_table
 
 __all__ = ["seed_measures", "kappa_x_section", "span_f1_section", "crowdtruth_section"]
 
 MODEL_PREFIX = "model:"
 NONE_ANSWER = "(none)"          # CrowdTruth answer of an annotator who marked no span
-SPAN_TOKENIZER = "nltk"
 
 
 def _num(x: Any) -> float | None:
@@ -80,24 +81,9 @@ def kappa_x_section(control: Any, settings: Any) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _token_table(control: Any) -> tuple[pd.DataFrame, dict[Any, int], list[str]]:
-    rows, n_tokens, warnings = [], {}, []
-    for item, grp in control.table.groupby("item", sort=False):
-        text = control.texts.get(item)
-        if text is None:
-            warnings.append(f"span_f1: task {item!r} has no text; skipped")
-            continue
-        for ann, value in zip(grp["annotator"], grp["value"]):
-            spans = tuple(v for v in (value or ()) if isinstance(v, Span))
-            n, tok = char_spans_to_tokens(text, spans, SPAN_TOKENIZER)
-            n_tokens[item] = n
-            rows.append((item, ann, tok))
-    return pd.DataFrame(rows, columns=["item", "annotator", "value"]), n_tokens, warnings
-
-
 def span_f1_section(control: Any, settings: Any) -> dict[str, Any] | None:
     """Micro-averaged chance-corrected span F1, per annotator and per task (paper 003)."""
-    table, n_tokens, warnings = _token_table(control)
+    table, n_tokens, warnings = token_table(control)
     if table.empty or table.groupby("item").size().max() < 2:
         return None
     # Label Studio lets one annotator overlap two spans of a label: their union is scored

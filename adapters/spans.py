@@ -10,6 +10,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import pandas as pd
+
+from ls_agreement.metrics.model import Span as _Span
+from ls_agreement.metrics.tokens import char_spans_to_tokens
+
 from .config import ControlSpec
 from .errors import BadValue
 from .fields import label_key, labels_of, make_span
@@ -17,7 +22,10 @@ from .fields import label_key, labels_of, make_span
 if TYPE_CHECKING:
     from ls_agreement.metrics.model import Span
 
-__all__ = ["TYPES", "MULTI", "parse", "build", "object_text"]
+__all__ = ["TYPES", "MULTI", "parse", "build", "object_text", "token_table", "span_units_table", "SPAN_TOKENIZER"]
+
+# Span distances and span F1 count tokens (measures.md §4, §7); nltk's Treebank rules need no data files.
+SPAN_TOKENIZER = "nltk"
 
 TYPES = {"labels", "hypertextlabels"}
 MULTI = True
@@ -78,3 +86,38 @@ def build(parts: list, spec: ControlSpec, state: Any = None) -> tuple:
     if len(parts) > 1:
         parts = sorted(parts, key=lambda s: (s.start, s.end))
     return tuple(parts)
+
+
+def token_table(control: Any, tokenizer: str = SPAN_TOKENIZER) -> tuple[pd.DataFrame, dict[Any, int], list[str]]:
+    """A spans control's table in token offsets, the token count per task, and warnings.
+
+    Tasks whose text is unknown (not a string in the task data) are left out, with a warning.
+
+    Returns
+    -------
+    table : DataFrame (item, annotator, value = tuple of Span in token offsets)
+    n_tokens : dict item -> number of tokens of its text
+    warnings : list of str
+    """
+    rows, n_tokens, warnings = [], {}, []
+    for item, grp in control.table.groupby("item", sort=False):
+        text = control.texts.get(item)
+        if text is None:
+            warnings.append(f"task {item!r}: no text to tokenize; its spans are left out")
+            continue
+        for ann, value in zip(grp["annotator"], grp["value"]):
+            spans = tuple(v for v in (value or ()) if isinstance(v, _Span))
+            n, tok = char_spans_to_tokens(text, spans, tokenizer)
+            n_tokens[item] = n
+            rows.append((item, ann, tok))
+    return pd.DataFrame(rows, columns=["item", "annotator", "value"]), n_tokens, warnings
+
+
+def span_units_table(control: Any) -> tuple[pd.DataFrame, str, list[str]]:
+    """The table span distances compare: token offsets when every task's text is known,
+    else Label Studio's character offsets for the whole control (never a mix of units)."""
+    items = control.table["item"].unique()
+    if len(items) and all(control.texts.get(i) is not None for i in items):
+        table, _, warnings = token_table(control)
+        return table, f"tokens ({SPAN_TOKENIZER})", warnings
+    return control.table, "characters", ["span distances in characters: the text of some tasks is unknown"]

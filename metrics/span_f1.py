@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any, Hashable, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -22,70 +21,12 @@ import pandas as pd
 
 from .model import Span
 from .span_chance import coverage, coverage_sorted, observed_coverage
+from .tokens import TOKENIZERS, char_spans_to_tokens
 
 __all__ = ["SpanF1Result", "SpanF1TableResult", "span_f1", "span_f1_table", "char_spans_to_tokens",
            "f1_ratios"]
 
 MODELS = ("non-overlapping", "overlapping")
-
-
-TOKENIZERS = ("nltk", "wordpunct", "chars")
-
-
-@lru_cache(maxsize=4096)
-def _token_bounds(text: str, tokenizer: str) -> tuple[np.ndarray, np.ndarray]:
-    if tokenizer == "nltk":
-        from nltk.tokenize import NLTKWordTokenizer
-        bounds = list(NLTKWordTokenizer().span_tokenize(text))
-    elif tokenizer == "wordpunct":
-        from nltk.tokenize import WordPunctTokenizer
-        bounds = list(WordPunctTokenizer().span_tokenize(text))
-    else:
-        raise ValueError(f"tokenizer must be one of {TOKENIZERS}, got {tokenizer!r}")
-    arr = np.asarray(bounds, dtype=np.int64).reshape(-1, 2)
-    return arr[:, 0].copy(), arr[:, 1].copy()
-
-
-def char_spans_to_tokens(text: str, spans: Sequence[Span], tokenizer: str = "nltk"
-                         ) -> tuple[int, tuple[Span, ...]]:
-    """Map character-offset spans (Label Studio) to token offsets.
-
-    Parameters
-    ----------
-    text : str
-        The object's text.
-    spans : sequence of Span, shape (k,)
-        Character offsets ``[start, end)``.
-    tokenizer : {"nltk", "wordpunct", "chars"}
-        ``nltk``: ``NLTKWordTokenizer().span_tokenize`` (Treebank rules, no data
-        download); ``wordpunct``: ``WordPunctTokenizer``; ``chars``: every character
-        is a token.
-
-    Returns
-    -------
-    n_tokens : int
-    token_spans : tuple of Span
-        A span covers every token its characters touch; a span touching no token
-        (only whitespace) is dropped. Labels and text are kept. Reference: measures.md
-        §7 (paper 003 counts tokens).
-    """
-    n_chars = len(text)
-    for sp in spans:
-        if not 0 <= int(sp.start) <= int(sp.end) <= n_chars:
-            raise ValueError(f"span [{sp.start}, {sp.end}) ({sp.text!r}) lies outside the "
-                             f"text of {n_chars} characters")
-    if tokenizer == "chars":
-        return n_chars, tuple(sp for sp in spans if sp.end > sp.start)
-    tok_start, tok_end = _token_bounds(text, tokenizer)
-    if not spans:
-        return int(tok_start.size), ()
-    cs = np.fromiter((sp.start for sp in spans), dtype=np.int64, count=len(spans))
-    ce = np.fromiter((sp.end for sp in spans), dtype=np.int64, count=len(spans))
-    first = np.searchsorted(tok_end, cs, side="right")   # first token ending after start
-    stop = np.searchsorted(tok_start, ce, side="left")   # tokens starting before end
-    out = tuple(Span(int(a), int(b), sp.label, sp.text)
-                for sp, a, b in zip(spans, first.tolist(), stop.tolist()) if b > a)
-    return int(tok_start.size), out
 
 
 def f1_ratios(tp: float, expected_tp: float, l_sum: float) -> tuple[float, float, float]:

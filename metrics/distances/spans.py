@@ -14,13 +14,13 @@ References: paper 000 appendix ("NER: single to multi", "both lenient", "strict 
 - ``spans.count``: ``||A| − |B||``.
 
 Units are whatever the spans' offsets count: token offsets give paper 000's token units;
-Label Studio's character offsets can be turned into token offsets with
-:func:`token_spans` (given the task text) before computing. Empty vs empty is 0, empty
+Label Studio's character offsets are turned into token offsets with
+:func:`ls_agreement.metrics.tokens.char_spans_to_tokens` (given the task text) before
+computing — the report does this for Labels on Text. Empty vs empty is 0, empty
 vs non-empty 1. All pairs are computed vectorized.
 """
 from __future__ import annotations
 
-import re
 from typing import Any, Sequence
 
 import numpy as np
@@ -31,30 +31,9 @@ from ._ragged import cross_layout, hashable_codes, intersection_sizes, membershi
 from .multi_object import CountDistance, flatten_regions
 from .registry import register
 
-__all__ = ["SpanDistance", "token_spans", "MODES"]
+__all__ = ["SpanDistance", "MODES"]
 
 MODES = ("lenient", "lenient_range", "lenient_tag", "strict")
-_WORDPUNCT = re.compile(r"\w+|[^\w\s]+")
-
-
-def token_spans(text: str, spans: Sequence[Span], pattern: re.Pattern = _WORDPUNCT) -> tuple[Span, ...]:
-    """Character-offset spans -> token-offset spans over ``text``.
-
-    Tokens are nltk's ``WordPunctTokenizer`` pattern (``\\w+|[^\\w\\s]+``, no data files).
-    A token belongs to a span when they share at least one character; a span covering no
-    token becomes an empty span at the next token.
-
-    Returns
-    -------
-    tuple of Span, one per input span, offsets in tokens (end exclusive).
-    """
-    bounds = np.array([m.span() for m in pattern.finditer(text)], dtype=np.int64).reshape(-1, 2)
-    out = []
-    for sp in spans:
-        first = int(np.searchsorted(bounds[:, 1], sp.start, side="right"))
-        last = int(np.searchsorted(bounds[:, 0], sp.end, side="left"))
-        out.append(Span(first, max(first, last), sp.label, sp.text))
-    return tuple(out)
 
 
 def _merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -5,8 +5,9 @@ import json
 from pathlib import Path
 
 import pytest
+from tests.shared_data import DATA as SHARED_DATA
 
-DATA = Path("/work/shared/data/label-studio")
+DATA = SHARED_DATA / "label-studio"
 EXPORTS = DATA / "exports"
 BROKEN = Path(__file__).parent / "broken"
 

@@ -134,3 +134,28 @@ def test_render_csv(report):
     n_items = sum(len(c["items"]) for c in report["controls"].values())
     assert len(t_lines) - 1 == n_items
     assert any(line.startswith("(project),4,ann1@example.com") for line in a_lines)
+
+
+def test_span_distances_count_tokens_not_characters():
+    """measures.md §4: span distances are in token units (characters mapped by nltk)."""
+    from ls_agreement.adapters.report import build_report
+    from ls_agreement.adapters.settings import ReportSettings
+
+    config = ('<View><Text name="text" value="$text"/>'
+              '<Labels name="ner" toName="text"><Label value="PER"/></Labels></View>')
+    text = "John Smith lives in New York"
+
+    def ann(aid, user, start, end):
+        return {"id": aid, "completed_by": user, "was_cancelled": False, "result": [
+            {"id": f"r{aid}", "from_name": "ner", "to_name": "text", "type": "labels",
+             "value": {"start": start, "end": end, "text": text[start:end], "labels": ["PER"]}}]}
+
+    tasks = [{"id": 1, "data": {"text": text}, "annotations": [ann(1, 1, 0, 10), ann(2, 2, 0, 4)]},
+             {"id": 2, "data": {"text": text}, "annotations": [ann(3, 1, 20, 28), ann(4, 2, 20, 28)]}]
+    rep = build_report(config, tasks, ReportSettings(distances={"ner": "spans.lenient"}, bootstrap=0))
+    entry = rep["controls"]["ner"]
+    assert entry["units"] == "tokens (nltk)"
+    # "John Smith" (2 tokens) vs "John" (1 token): P = 1/2, R = 1 -> F1 = 2/3 -> D = 1/3
+    # (in characters it would be P = 4/10 -> D = 0.4286)
+    assert entry["items"]["1"]["mean_distance"] == pytest.approx(1 / 3)
+    assert entry["items"]["2"]["mean_distance"] == pytest.approx(0.0)

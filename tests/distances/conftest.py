@@ -1,4 +1,4 @@
-"""Shared fixtures: paper 000's reference data (read-only, /work/shared/data/braylan)."""
+"""Shared fixtures: paper 000's reference data (read-only, ../shared/data/braylan)."""
 from __future__ import annotations
 
 import json
@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from tests.shared_data import DATA
 
-BRAYLAN = Path("/work/shared/data/braylan")
+BRAYLAN = DATA / "braylan"
 
 
 def _need_data() -> None:

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from nltk.metrics import jaccard_distance, masi_distance
 
 from ls_agreement.metrics.distances import get_distance
-from ls_agreement.metrics.distances.spans import token_spans
+from ls_agreement.metrics.tokens import char_spans_to_tokens
 from ls_agreement.metrics.model import Span as S
 
 
@@ -42,8 +42,10 @@ def test_span_empty_values():
 
 def test_token_spans_from_characters():
     text = "John Smith lives in New-York."
-    out = token_spans(text, [S(0, 10, "PER"), S(20, 28, "LOC"), S(2, 3, "X")])
-    assert [(s.start, s.end) for s in out] == [(0, 2), (4, 7), (0, 1)]
+    n, out = char_spans_to_tokens(text, [S(0, 10, "PER"), S(20, 28, "LOC"), S(2, 3, "X"), S(4, 5, "gap")],
+                                  "wordpunct")
+    assert n == 8  # John Smith lives in New - York .
+    assert [(s.start, s.end) for s in out] == [(0, 2), (4, 7), (0, 1)]  # a span on no token is dropped
 
 
 spans = st.lists(st.tuples(st.integers(0, 30), st.integers(0, 8), st.sampled_from("AB"))

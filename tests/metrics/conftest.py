@@ -7,10 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-SHARED = Path(__file__).resolve().parents[3] / "shared"
-if not SHARED.exists():  # CI: ../shared beside the clone
-    SHARED = Path(__file__).resolve().parents[2].parent / "shared"
-DATA = SHARED / "data"
+from tests.shared_data import DATA
 
 
 def load_json(name: str):

@@ -24,8 +24,9 @@ from ls_agreement.plugin.cli import main as cli_main
 from ls_agreement.plugin.commands import serve as serve_cmd
 from ls_agreement.plugin.jobs import PENDING, RUNNING, JobQueue
 from ls_agreement.plugin.server import free_port
+from tests.shared_data import DATA
 
-WEBHOOKS = Path("/work/shared/data/label-studio/webhooks")
+WEBHOOKS = DATA / "label-studio" / "webhooks"
 SECRET = "test-secret-123"
 CONFIG = """<View>
   <Text name="text" value="$text"/>

@@ -7,8 +7,9 @@ import pandas as pd
 import pytest
 
 from ls_agreement.metrics.crowdtruth import crowdtruth
+from tests.shared_data import DATA as SHARED_DATA
 
-DATA = Path("/work/shared/data/crowdtruth")
+DATA = SHARED_DATA / "crowdtruth"
 CASES = sorted(p.stem for p in DATA.glob("*.json"))
 
 

@@ -11,8 +11,9 @@ from ls_agreement.adapters.seed_measures import seed_measures
 from ls_agreement.adapters.settings import ReportSettings
 from ls_agreement.metrics.cross_kappa import cross_kappa
 from ls_agreement.metrics.model import Span
+from tests.shared_data import DATA
 
-EXPORTS = Path("/work/shared/data/label-studio")
+EXPORTS = DATA / "label-studio"
 
 
 def _control(tag, kind, table, options=None, texts=None, distance="nominal"):
