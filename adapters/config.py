@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
-from typing import Any
 
 from .errors import AdapterError
 

@@ -29,6 +29,7 @@ from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
+from ls_agreement.metrics.table import require_unique_long_table
 
 __all__ = ["CrowdTruthResult", "crowdtruth"]
 
@@ -116,13 +117,7 @@ def crowdtruth(table: pd.DataFrame, options: Sequence[Any] | None = None, *, tol
         Reference: Dumitrache et al., "CrowdTruth 2.0" (paper 004), §3 (UQS, WUA, WWA,
         WQS, AQS, UAS); CrowdTruth-core ``Metrics.run``.
     """
-    missing = {"item", "annotator", "value"} - set(table.columns)
-    if missing:
-        raise ValueError(f"table lacks column(s) {sorted(missing)}")
-    if table.duplicated(["item", "annotator"]).any():
-        r = table[table.duplicated(["item", "annotator"])].iloc[0]
-        item, ann = (x.item() if isinstance(x, np.generic) else x for x in (r["item"], r["annotator"]))
-        raise ValueError(f"item {item!r}: annotator {ann!r} has several rows")
+    require_unique_long_table(table)
     items, anns = table["item"].tolist(), table["annotator"].tolist()
     vals = [_answers(v, i, a) for v, i, a in zip(table["value"].tolist(), items, anns)]
     if none_token is not None:

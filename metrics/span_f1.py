@@ -21,7 +21,8 @@ import pandas as pd
 
 from .model import Span
 from .span_chance import coverage, coverage_sorted, observed_coverage
-from .tokens import TOKENIZERS, char_spans_to_tokens
+from .tokens import char_spans_to_tokens
+from .table import require_unique_long_table
 
 __all__ = ["SpanF1Result", "SpanF1TableResult", "span_f1", "span_f1_table", "char_spans_to_tokens",
            "f1_ratios"]
@@ -258,13 +259,7 @@ def span_f1_table(table: pd.DataFrame, n_tokens: Mapping[Any, int], model: str =
         raise ValueError(f"model must be one of {MODELS}, got {model!r}")
     if on_overlap not in ("error", "merge"):
         raise ValueError(f"on_overlap must be 'error' or 'merge', got {on_overlap!r}")
-    missing = {"item", "annotator", "value"} - set(table.columns)
-    if missing:
-        raise ValueError(f"table lacks column(s) {sorted(missing)}")
-    if table.duplicated(["item", "annotator"]).any():
-        r = table[table.duplicated(["item", "annotator"])].iloc[0]
-        item, ann = (x.item() if isinstance(x, np.generic) else x for x in (r["item"], r["annotator"]))
-        raise ValueError(f"item {item!r}: annotator {ann!r} has several rows")
+    require_unique_long_table(table)
 
     rec_item, rec_label, rec_a, rec_b, rec_tp, rec_etp, rec_l = [], [], [], [], [], [], []
     ann_col, val_col = table["annotator"].tolist(), table["value"].tolist()

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-__all__ = ["CodedTable", "code_table", "factorize", "show", "observed_pairs", "between_pair_count", "sample_between_pairs",
+__all__ = ["CodedTable", "code_table", "factorize", "show", "require_unique_long_table", "observed_pairs", "between_pair_count", "sample_between_pairs",
            "all_between_pairs"]
 
 REQUIRED = ("item", "annotator", "value")
@@ -72,6 +72,26 @@ def factorize(values: np.ndarray | pd.Series) -> tuple[np.ndarray, np.ndarray]:
 def show(v: object) -> str:
     """repr() of a label for messages, without numpy's type wrapper."""
     return repr(v.item() if isinstance(v, np.generic) else v)
+
+
+def require_unique_long_table(table: pd.DataFrame) -> None:
+    """A long table with columns item, annotator, value and one row per (item, annotator).
+
+    Raises
+    ------
+    ValueError
+        A missing column, or the first (item, annotator) with several rows.
+    """
+    if not isinstance(table, pd.DataFrame):
+        raise ValueError(f"expected a pandas DataFrame with columns {REQUIRED}, got {type(table).__name__}")
+    missing = [c for c in REQUIRED if c not in table.columns]
+    if missing:
+        raise ValueError(f"table lacks column(s) {missing}; it has {list(table.columns)}")
+    dup = table.duplicated(["item", "annotator"]).to_numpy()
+    if dup.any():
+        k = int(np.argmax(dup))
+        raise ValueError(f"item {show(table['item'].iat[k])}: annotator {show(table['annotator'].iat[k])} "
+                         "has several rows")
 
 
 def code_table(table: pd.DataFrame, duplicates: str = "error") -> CodedTable:
@@ -176,7 +196,7 @@ def observed_pairs(ct: CodedTable) -> tuple[np.ndarray, np.ndarray]:
     -------
     i, j : ndarray of int64, shape (n_pairs,), sorted by item
     """
-    out_i, out_j, out_item = [], [], []
+    out_i, out_j = [], []
     for m in np.unique(ct.item_size):
         a, b = np.triu_indices(int(m), k=1)
         starts = ct.item_start[ct.item_size == m]

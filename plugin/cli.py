@@ -1,7 +1,8 @@
 """`ls-agreement` command line: one sub-command per module in ``plugin/commands``.
 
-Exit codes scripts can rely on: 0 ok, 1 internal error, 2 bad input or usage,
-3 Label Studio unreachable or refused (auth, unknown project, server errors).
+Exit codes scripts can rely on (``commands/common.py``): 0 ok, 1 internal error,
+2 bad input or usage, 3 Label Studio unreachable or refused (auth, unknown project,
+server errors).
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ COMMANDS = {
     "demo": "demo",
 }
 
-EXIT_OK, EXIT_INTERNAL, EXIT_BAD_INPUT, EXIT_SERVER = 0, 1, 2, 3
+from .commands.common import EXIT_BAD_INPUT
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -6,6 +6,6 @@
 """
 from .base import CallableDistance, Distance
 from .registry import available, candidates, get_distance, register
-from . import scalars  # noqa: F401  (the four levels are always there)
+from . import scalars  # noqa: F401 - registers the four levels, always available
 
 __all__ = ["Distance", "CallableDistance", "register", "get_distance", "available", "candidates"]

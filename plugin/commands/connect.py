@@ -16,21 +16,17 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from .serve import DEFAULT_OUT, DEFAULT_STATE, SECRET_ENV
+from .common import EXIT_OK, add_server_arguments
 
 HELP = ("Register a project's webhook to the `ls-agreement serve` receiver (idempotent) "
         "and run a first sync, which creates the Data Manager views.")
 
-EXIT_OK, EXIT_INTERNAL, EXIT_BAD_INPUT, EXIT_SERVER = 0, 1, 2, 3
 PUBLIC_URL_ENV = "LS_AGREEMENT_PUBLIC_URL"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``ls-agreement connect``."""
-    parser.add_argument("--url", default=os.environ.get("LABEL_STUDIO_URL"),
-                        help="Label Studio base URL (default: $LABEL_STUDIO_URL)")
-    parser.add_argument("--token", default=os.environ.get("LABEL_STUDIO_API_KEY"),
-                        help="legacy API token or personal access token "
-                             "(default: $LABEL_STUDIO_API_KEY)")
+    add_server_arguments(parser)
     parser.add_argument("--project", type=int, required=True, help="project id")
     parser.add_argument("--receiver", default=os.environ.get(PUBLIC_URL_ENV),
                         help="URL at which Label Studio reaches `serve`, e.g. "

@@ -24,10 +24,10 @@ from typing import Any, Mapping
 
 from .. import demo_data
 from ..server import LabelStudioError, LocalLabelStudio
+from .common import EXIT_OK, EXIT_SERVER
 
 HELP = ("Start a local Label Studio, load a sample multi-annotator project, compute "
         "agreement, push it back and print the links.")
-EXIT_OK, EXIT_INTERNAL, EXIT_SERVER = 0, 1, 3
 LOW_AGREEMENT_VIEW = "Low agreement"
 
 

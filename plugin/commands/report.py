@@ -13,10 +13,10 @@ import json
 import sys
 import traceback
 from pathlib import Path
+from .common import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OK
 
 HELP = "Compute agreement for every control tag of an exported project (offline) and write a report."
 
-EXIT_OK, EXIT_INTERNAL, EXIT_BAD_INPUT = 0, 1, 2
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

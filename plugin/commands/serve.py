@@ -15,11 +15,11 @@ import sys
 import threading
 from pathlib import Path
 from typing import Any, Sequence, TextIO
+from .common import EXIT_BAD_INPUT, EXIT_OK, add_server_arguments
 
 HELP = ("Run the webhook receiver, the job worker and the quality page: agreement is "
         "recomputed after annotation events and reconciled periodically.")
 
-EXIT_OK, EXIT_INTERNAL, EXIT_BAD_INPUT, EXIT_SERVER = 0, 1, 2, 3
 DEFAULT_OUT = Path("ls-agreement-reports")
 DEFAULT_STATE = DEFAULT_OUT / "serve.sqlite"
 SECRET_ENV = "LS_AGREEMENT_WEBHOOK_SECRET"
@@ -27,11 +27,7 @@ SECRET_ENV = "LS_AGREEMENT_WEBHOOK_SECRET"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``ls-agreement serve``."""
-    parser.add_argument("--url", default=os.environ.get("LABEL_STUDIO_URL"),
-                        help="Label Studio base URL (default: $LABEL_STUDIO_URL)")
-    parser.add_argument("--token", default=os.environ.get("LABEL_STUDIO_API_KEY"),
-                        help="legacy API token or personal access token "
-                             "(default: $LABEL_STUDIO_API_KEY)")
+    add_server_arguments(parser)
     parser.add_argument("--project", type=int, action="append", default=[],
                         help="serve only this project (repeatable; default: every project "
                              "registered with `connect` or sending authenticated events)")

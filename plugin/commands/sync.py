@@ -3,22 +3,17 @@ write it back (task fields, Data Manager views, per-annotator report files)."""
 from __future__ import annotations
 
 import argparse
-import os
 import sys
+from .common import EXIT_BAD_INPUT, EXIT_OK, add_server_arguments
 
 HELP = ("Read a project from a running Label Studio, compute agreement for every control "
         "tag, and write the results back (task data/meta, views, report files).")
 
-EXIT_OK, EXIT_INTERNAL, EXIT_BAD_INPUT, EXIT_SERVER = 0, 1, 2, 3
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``ls-agreement sync``."""
-    parser.add_argument("--url", default=os.environ.get("LABEL_STUDIO_URL"),
-                        help="Label Studio base URL (default: $LABEL_STUDIO_URL)")
-    parser.add_argument("--token", default=os.environ.get("LABEL_STUDIO_API_KEY"),
-                        help="legacy API token or personal access token "
-                             "(default: $LABEL_STUDIO_API_KEY)")
+    add_server_arguments(parser)
     parser.add_argument("--project", type=int, required=True, help="project id")
     parser.add_argument("--settings", help="TOML settings file ([report], [sync] tables)")
     parser.add_argument("--state", help="SQLite state file (default: <out>/state.sqlite)")
