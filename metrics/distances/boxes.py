@@ -57,13 +57,19 @@ def box_corners(x: np.ndarray, y: np.ndarray, w: np.ndarray, h: np.ndarray,
 
 
 def _ratio(num: np.ndarray, den: np.ndarray, d: dict, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """num/den; where den is 0 (two zero-area boxes), 1 if the boxes coincide, else 0."""
+    """num/den; where den is 0 (two zero-area boxes), 1 if the boxes coincide, else 0.
+
+    Coincide = same corners: a point-sized box is the same point whatever its rotation.
+    """
     with np.errstate(invalid="ignore", divide="ignore"):
         r = num / den
     zero = ~(den > 0)
     if zero.any():
         az, bz = a[zero], b[zero]
-        r[zero] = np.all([d[k][az] == d[k][bz] for k in ("x1", "y1", "x2", "y2", "rot")], axis=0)
+        if "corners" in d:
+            r[zero] = np.all(d["corners"][az] == d["corners"][bz], axis=(1, 2))
+        else:
+            r[zero] = np.all([d[k][az] == d[k][bz] for k in ("x1", "y1", "x2", "y2")], axis=0)
     return r
 
 
