@@ -59,7 +59,8 @@ def box_corners(x: np.ndarray, y: np.ndarray, w: np.ndarray, h: np.ndarray,
 def _ratio(num: np.ndarray, den: np.ndarray, d: dict, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """num/den; where den is 0 (two zero-area boxes), 1 if the boxes coincide, else 0.
 
-    Coincide = same corners: a point-sized box is the same point whatever its rotation.
+    Coincide = same corners up to float noise: a point-sized box is the same point
+    whatever its rotation.
     """
     with np.errstate(invalid="ignore", divide="ignore"):
         r = num / den
@@ -67,9 +68,9 @@ def _ratio(num: np.ndarray, den: np.ndarray, d: dict, a: np.ndarray, b: np.ndarr
     if zero.any():
         az, bz = a[zero], b[zero]
         if "corners" in d:
-            r[zero] = np.all(d["corners"][az] == d["corners"][bz], axis=(1, 2))
+            r[zero] = np.all(np.isclose(d["corners"][az], d["corners"][bz]), axis=(1, 2))
         else:
-            r[zero] = np.all([d[k][az] == d[k][bz] for k in ("x1", "y1", "x2", "y2")], axis=0)
+            r[zero] = np.all([np.isclose(d[k][az], d[k][bz]) for k in ("x1", "y1", "x2", "y2")], axis=0)
     return r
 
 

@@ -17,7 +17,8 @@ Units are whatever the spans' offsets count: token offsets give paper 000's toke
 Label Studio's character offsets are turned into token offsets with
 :func:`ls_agreement.metrics.tokens.char_spans_to_tokens` (given the task text) before
 computing — the report does this for Labels on Text. Empty vs empty is 0, empty
-vs non-empty 1. All pairs are computed vectorized.
+vs non-empty 1; zero-length spans mark nothing and are ignored. All pairs are computed
+vectorized.
 """
 from __future__ import annotations
 
@@ -63,6 +64,9 @@ class SpanDistance(Distance):
         self.name = f"spans.{mode}"
 
     def prepare(self, values: Sequence[Any]) -> dict:
+        # a zero-length span marks no unit: it is ignored (else 0/0 shares in lenient modes)
+        values = [tuple(sp for sp in v if not (isinstance(sp, Span) and sp.end <= sp.start))
+                  if isinstance(v, (tuple, list)) else v for v in values]
         packed = flatten_regions(values, Span, self.name)
         objs = packed.objects
         n = len(objs)
