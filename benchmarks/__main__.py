@@ -1,4 +1,7 @@
-"""Run the benchmarks: `python -m benchmarks [name ...]` (names: engine, distances, adapters, seed_measures, sync).
+"""Run the benchmarks: `python -m benchmarks [name ...] [-- options]`.
+
+Names: engine, distances, adapters, seed_measures, sync. Options after ``--`` go to the
+benchmarks whose ``main`` takes them (e.g. ``python -m benchmarks sync -- --tasks 1000``).
 
 Each module prints its timings, the ratio against the peer library measured in the same
 run, and whether the target of its issue is met. Benchmarks are not tests: they time.
@@ -6,6 +9,7 @@ run, and whether the target of its issue is met. Benchmarks are not tests: they 
 from __future__ import annotations
 
 import importlib
+import inspect
 import pkgutil
 import sys
 import time
@@ -13,6 +17,9 @@ from pathlib import Path
 
 
 def main(argv: list[str]) -> int:
+    extra: list[str] = []
+    if "--" in argv:
+        argv, extra = argv[: argv.index("--")], argv[argv.index("--") + 1:]
     here = Path(__file__).parent
     names = sorted(m.name[len("bench_"):] for m in pkgutil.iter_modules([str(here)]) if m.name.startswith("bench_"))
     wanted = argv or names
@@ -23,7 +30,8 @@ def main(argv: list[str]) -> int:
     for name in wanted:
         print(f"\n=== {name} ===", flush=True)
         t0 = time.perf_counter()
-        importlib.import_module(f"benchmarks.bench_{name}").main()
+        bench = importlib.import_module(f"benchmarks.bench_{name}").main
+        bench(extra) if inspect.signature(bench).parameters else bench()
         print(f"--- {name}: {time.perf_counter() - t0:.1f} s", flush=True)
     return 0
 
