@@ -1,7 +1,7 @@
 """Run the benchmarks: `python -m benchmarks [name ...] [-- options]`.
 
 Names: engine, distances, adapters, seed_measures, sync. Options after ``--`` go to the
-benchmarks whose ``main`` takes them (e.g. ``python -m benchmarks sync -- --tasks 1000``).
+benchmarks whose ``main(argv)`` takes them (e.g. ``python -m benchmarks sync -- --tasks 1000``).
 
 Each module prints its timings, the ratio against the peer library measured in the same
 run, and whether the target of its issue is met. Benchmarks are not tests: they time.
@@ -31,7 +31,8 @@ def main(argv: list[str]) -> int:
         print(f"\n=== {name} ===", flush=True)
         t0 = time.perf_counter()
         bench = importlib.import_module(f"benchmarks.bench_{name}").main
-        bench(extra) if inspect.signature(bench).parameters else bench()
+        takes_argv = "argv" in inspect.signature(bench).parameters
+        bench(extra) if takes_argv else bench()
         print(f"--- {name}: {time.perf_counter() - t0:.1f} s", flush=True)
     return 0
 

@@ -11,6 +11,7 @@ Run: ``python -m benchmarks.bench_sync [--tasks N] [--workers W]``.
 from __future__ import annotations
 
 import argparse
+import sys
 import json
 import random
 import tempfile
@@ -62,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tasks", type=int, default=10_000)
     ap.add_argument("--workers", type=int, default=8)
     ap.add_argument("--bootstrap", type=int, default=1000)
-    args = ap.parse_args(argv)
+    args = ap.parse_args(argv or [])
 
     with tempfile.TemporaryDirectory(prefix="bench-sync-") as tmp:
         server = LocalLabelStudio(Path(tmp) / "ls", port=0)
@@ -134,4 +135,4 @@ def _split(t: dict[str, float]) -> str:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(main(sys.argv[1:]))
