@@ -221,7 +221,9 @@ def print_summary(outcome: DemoOutcome) -> None:
     else:
         print("Low agreement:     (view not found - did sync create it?)")
     for kind, path in outcome.report_paths.items():
-        print(f"{'Report (' + kind + '):':<19}{path}")
+        label = {"report": "Report", "annotators_json": "Annotators (JSON)",
+                 "annotators_csv": "Annotators (CSV)"}.get(kind, kind)
+        print(f"{label + ':':<19}{path}")
     rows = annotator_rows(outcome.report)
     if rows:
         emails = {str(uid): email for email, uid in outcome.user_ids.items()}
