@@ -110,6 +110,16 @@ def _annotator_emails(report: Mapping[str, Any], users: Mapping[int, str]) -> di
     return {i: users.get(i) or names.get(i) or str(i) for i in ids}
 
 
+def _name_annotators(report: dict[str, Any], names: Mapping[str, str]) -> None:
+    """Exports carry user ids only: show each annotator's email in the report (in place)."""
+    entries = [report.get("annotators") or {}]
+    entries += [(ctrl.get("annotators") or {}) for ctrl in (report.get("controls") or {}).values()]
+    for annotators in entries:
+        for ann_id, entry in annotators.items():
+            if isinstance(entry, dict) and str(ann_id) in names and entry.get("name") in (None, "", str(ann_id)):
+                entry["name"] = names[str(ann_id)]
+
+
 def _project_summary(report: Mapping[str, Any]) -> dict[str, Any]:
     """Project-level numbers per control (no per-item / per-annotator detail)."""
     skip = {"items", "annotators"}
@@ -181,6 +191,7 @@ def sync_project(url: str, token: str, project_id: int, settings: Any = None,
         include_preds = bool(getattr(ps.report, "include_predictions", False))
         users = conn.users()
         names = {str(i): e for i, e in users.items() if e}
+        _name_annotators(report, names)
         rows = state.task_rows(key)
         writes: list[Write] = []
         unchanged: list[tuple[int, str, dict[str, Any]]] = []

@@ -132,3 +132,15 @@ def test_annotator_report_files(tmp_path: Path) -> None:
     assert json.loads(r["co_annotators"]) == {"4": 0.2}
     js = json.loads(paths["annotators_json"].read_text())
     assert js["project"] == 1 and "3" in js["annotators"]
+
+
+def test_report_annotators_get_emails():
+    from ls_agreement.plugin.sync import _name_annotators
+
+    report = {"annotators": {"3": {"name": "3"}, "model:v1": {"name": "model:v1"}},
+              "controls": {"c": {"annotators": {"3": {"name": "3"}, "4": {"name": "Dr. Who"}}}}}
+    _name_annotators(report, {"3": "ann@x.org", "4": "four@x.org"})
+    assert report["annotators"]["3"]["name"] == "ann@x.org"
+    assert report["annotators"]["model:v1"]["name"] == "model:v1"
+    assert report["controls"]["c"]["annotators"]["3"]["name"] == "ann@x.org"
+    assert report["controls"]["c"]["annotators"]["4"]["name"] == "Dr. Who"  # a real name is kept
