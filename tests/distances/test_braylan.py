@@ -37,22 +37,25 @@ def test_pair_distances_equal_the_authors(dataset, _ref, stem, dist, scale):
         np.testing.assert_allclose(got, scale * np.asarray(ref[which][:1500]), rtol=0, atol=1e-9)
 
 
-def _paper_agreement(dataset: str, dist):
+def _paper_agreement(dataset: str, dist, seed: int = 0):
     table = load_table(dataset)
     n_obs = int(sum(m * (m - 1) // 2 for m in table.groupby("item").size()))
     # paper 000's construction: every row its own coding, as many expected pairs as observed
     return agreement(table, dist, form="pairwise", duplicates="keep", ks_method="scipy", bootstrap=0,
-                     expected_pairs=n_obs, seed=0)
+                     expected_pairs=n_obs, seed=seed)
 
 
-REPRO = [c for c in CASES if c[1] != "BLEU"]  # "BLEU" (nltk 3.4.5): σ off by ~0.012, see report
-
-
-@pytest.mark.parametrize("dataset,refname,_stem,dist,_scale", REPRO, ids=[c[2] for c in REPRO])
+@pytest.mark.parametrize("dataset,refname,_stem,dist,_scale", CASES, ids=[c[2] for c in CASES])
 def test_alpha_ks_sigma_reproduce_reference(braylan_reference, dataset, refname, _stem, dist, _scale):
+    """reference.json's rule: the mean over 5 expected-pair seeds within the tolerance.
+
+    One seed is not enough: σ is a step function of d*, and where observed distances pile
+    up near d* (BLEU) a single expected sample can move σ by more than the tolerance.
+    """
     metrics = braylan_reference["datasets"][dataset]["distances"][refname]["metrics"]
-    res = _paper_agreement(dataset, dist)
-    for ours, key in ((res.alpha, "alpha"), (res.ks, "ks"), (res.sigma, "sigma")):
+    runs = [_paper_agreement(dataset, dist, seed) for seed in range(5)]
+    for key in ("alpha", "ks", "sigma"):
+        ours = float(np.mean([getattr(r, key) for r in runs]))
         m = metrics[key]
         assert abs(ours - m["mean"]) <= m["tolerance"], (refname, key, ours, m["mean"], m["tolerance"])
 
