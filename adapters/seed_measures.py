@@ -5,7 +5,8 @@ control's entry, each only where it applies:
 
 * ``"kappa_x"`` — cross-replication reliability (paper 001) for every pair of annotator
   pools in ``settings.groups``, and for humans vs each model version when
-  ``settings.humans_vs_model`` and the table holds ``model:*`` annotators;
+  ``settings.humans_vs_model`` or ``settings.include_predictions`` and the table holds
+  ``model:*`` annotators;
 * ``"span_f1"`` — chance-corrected span F1 (paper 003) for Labels on Text, characters
   mapped to nltk tokens through ``control.texts``;
 * ``"crowdtruth"`` — CrowdTruth 2.0 scores (paper 004) for Choices and Taxonomy
@@ -52,7 +53,8 @@ def _replications(control: Any, settings: Any) -> list[tuple[str, pd.DataFrame, 
         for gx, gy in combinations(groups, 2):
             mx, my = set(map(str, groups[gx])), set(map(str, groups[gy]))
             out.append((f"{gx} vs {gy}", table[ann.isin(mx)], table[ann.isin(my)]))
-    if getattr(settings, "humans_vs_model", False):
+    # predictions included = the user wants the model compared with the humans (issue 5)
+    if getattr(settings, "humans_vs_model", False) or getattr(settings, "include_predictions", False):
         is_model = ann.str.startswith(MODEL_PREFIX)
         humans = table[~is_model]
         for model in sorted(ann[is_model].unique()):

@@ -49,6 +49,13 @@ def test_choices_kappa_x_and_crowdtruth():
     assert ct["closed"] and len(ct["units"]) == 40
 
 
+def test_included_predictions_alone_give_humans_vs_model_kappa_x():
+    ctl = _control("Choices", "scalar", _choices_table(), options=["pos", "neg", "neu"])
+    out = seed_measures(ctl, ReportSettings.from_mapping({"include_predictions": True, "bootstrap": 0}))
+    assert set(out["kappa_x"]) == {"humans vs model:v1"}
+    assert "kappa_x" not in seed_measures(ctl, ReportSettings.from_mapping({"bootstrap": 0}))
+
+
 def test_spans_span_f1_and_open_crowdtruth():
     texts = {1: "Alice met Bob in Paris today.", 2: "Acme Corp hired Carol."}
     rows = [(1, "4", (Span(0, 5, "PER"), Span(10, 13, "PER"), Span(17, 22, "LOC"))),
