@@ -89,7 +89,7 @@ def _ragged(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return grp, pos
 
 
-def crowdtruth(table: pd.DataFrame, options: Sequence[Any] | None = None, *, tol: float = 1e-8,
+def crowdtruth(table: pd.DataFrame, options: Sequence[Any] | None = None, *, tol: float = 1e-3,
                max_iter: int = 1000, none_token: Any = None) -> CrowdTruthResult:
     """CrowdTruth 2.0 unit, worker and annotation quality scores (paper 004).
 
@@ -102,8 +102,9 @@ def crowdtruth(table: pd.DataFrame, options: Sequence[Any] | None = None, *, tol
         The full answer set of a closed task; ``None`` for an open task (the answer set of
         a unit is whatever was given on it; AQS stays 1).
     tol : float
-        Stop when the largest change of any UQS, WQS or AQS is below this (CrowdTruth-core
-        stops at ``0.001``; pass that to reproduce its numbers exactly).
+        Stop when the largest change of any UQS, WQS or AQS is below this. The default is
+        CrowdTruth-core's own criterion (0.001), so results equal the reference
+        implementation's; pass a smaller value for a tighter fixed point.
     max_iter : int
         Iteration cap (``converged`` is False if reached first). ``max_iter=1`` gives
         CrowdTruth-core's ``*_initial`` scores.
