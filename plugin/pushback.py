@@ -28,6 +28,11 @@ PREFIX = "agreement_"
 META_KEY = "agreement"
 UPDATED_KEY = PREFIX + "updated"
 PAYLOAD_VERSION = 1
+# Project-level quality of the task's annotators, as of the task's last write. It drifts
+# with every annotation anywhere in the project, so it never by itself makes a task need
+# a write (that would rewrite every task on every change): it is refreshed whenever the
+# task is written for its own reasons, and is always current in the report files.
+SNAPSHOT_KEY = "annotator_quality"
 _DIGITS = 3   # Data Manager display precision; full precision lives in report.json
 
 
@@ -182,8 +187,41 @@ def desired_for(report: Mapping[str, Any], task_id: int, fp: str,
         "annotators": {a: (names or {}).get(a, a) for a in annotators},
         "controls": per_control,
         "keys": sorted(data) + [UPDATED_KEY],
+        SNAPSHOT_KEY: annotator_quality(report, annotators, names),
     })
     return Desired(data=data, meta=meta)
+
+
+def annotator_quality(report: Mapping[str, Any], annotators: Sequence[str],
+                      names: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Project-level quality of some annotators: σ, α, tasks, and per control σ, α, their
+    intervals, agreement (mean distance) with each co-annotator and the CrowdTruth worker
+    score where the control has one."""
+    def entry_of(table: Any, a: str) -> Mapping[str, Any]:
+        row = table.get(a) if isinstance(table, Mapping) else None
+        return row if isinstance(row, Mapping) else {}
+
+    overall = report.get("annotators")
+    out: dict[str, Any] = {}
+    for a in annotators:
+        row = entry_of(overall, a)
+        per_control = {}
+        for cname, ctrl in (report.get("controls") or {}).items():
+            mine = entry_of(ctrl.get("annotators"), a)
+            if not mine:
+                continue
+            entry = {k: mine.get(k) for k in ("sigma", "alpha", "ci", "n_items", "pairs") if k in mine}
+            wqs = entry_of((ctrl.get("crowdtruth") or {}).get("workers"), a).get("wqs")
+            if wqs is not None:
+                entry["crowdtruth_wqs"] = wqs
+            per_control[cname] = entry
+        out[a] = {"name": (names or {}).get(a, row.get("name", a)), "sigma": row.get("sigma"),
+                  "alpha": row.get("alpha"), "n_items": row.get("n_items"), "controls": per_control}
+    return out
+
+
+def _comparable(meta: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in meta.items() if k not in (SNAPSHOT_KEY, "updated")}
 
 
 def _our_keys(data: Mapping[str, Any], meta: Mapping[str, Any] | None) -> set[str]:
@@ -210,7 +248,7 @@ def needs_write(desired: Desired | None, current: Desired | None) -> bool:
     """True when the server's values differ from the desired ones."""
     if desired is None or current is None:
         return (desired is None) != (current is None)
-    return desired.data != current.data or desired.meta != current.meta
+    return desired.data != current.data or _comparable(desired.meta) != _comparable(current.meta)
 
 
 def user_part(data: Mapping[str, Any], meta: Mapping[str, Any] | None) -> dict[str, Any]:

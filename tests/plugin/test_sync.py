@@ -109,6 +109,13 @@ def test_round_trip_views_and_idempotence(ls_server: Any, ls_client: Any,
         assert set(detail) == {"sentiment", "topics", "quality"}
         assert sorted(detail["sentiment"]["annotators"]) == sorted(str(u["id"]) for u in who)
         assert t["meta"]["agreement"]["annotators"][str(who[0]["id"])] == who[0]["email"]
+        # per-annotator project quality on the task: the report's numbers for its annotators
+        quality = t["meta"]["agreement"]["annotator_quality"]
+        assert set(quality) == {str(u["id"]) for u in who}
+        first = str(who[0]["id"])
+        assert quality[first]["sigma"] == pytest.approx(res.report["annotators"][first]["sigma"], abs=5e-4)
+        assert set(quality[first]["controls"]["sentiment"]["pairs"]) >= {str(u["id"]) for u in who[1:]}
+        assert "crowdtruth_wqs" in quality[first]["controls"]["sentiment"]
     # full agreement never scores below full disagreement
     agree = [t["data"]["agreement_sigma"] for t in tasks.values()
              if int(t["data"]["ext_id"][4:]) % 2 == 0]

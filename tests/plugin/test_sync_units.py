@@ -144,3 +144,24 @@ def test_report_annotators_get_emails():
     assert report["annotators"]["model:v1"]["name"] == "model:v1"
     assert report["controls"]["c"]["annotators"]["3"]["name"] == "ann@x.org"
     assert report["controls"]["c"]["annotators"]["4"]["name"] == "Dr. Who"  # a real name is kept
+
+
+def test_annotator_quality_snapshot_never_forces_a_write():
+    from ls_agreement.plugin.pushback import SNAPSHOT_KEY, needs_write
+
+    report = {"controls": {"c": {"items": {"1": {"sigma": 1.0, "alpha": 1.0, "flag": False,
+                                                  "annotators": ["3", "4"]}},
+                                 "annotators": {"3": {"sigma": 0.9, "pairs": {"4": 0.1}},
+                                                "4": {"sigma": 0.8, "pairs": {"3": 0.1}}},
+                                 "crowdtruth": {"workers": {"3": {"wqs": 0.7}}}}},
+              "tasks": {"1": {"sigma": 1.0, "flag": False}},
+              "annotators": {"3": {"sigma": 0.9, "alpha": 0.5, "n_items": 10},
+                             "4": {"sigma": 0.8, "alpha": 0.4, "n_items": 12}}}
+    want = desired_for(report, 1, "fp", {"3": "a@x.org"})
+    q = want.meta[SNAPSHOT_KEY]
+    assert q["3"]["name"] == "a@x.org" and q["3"]["sigma"] == 0.9 and q["4"]["n_items"] == 12
+    assert q["3"]["controls"]["c"]["crowdtruth_wqs"] == 0.7 and q["3"]["controls"]["c"]["pairs"] == {"4": 0.1}
+    drifted = Desired(data=dict(want.data), meta={**want.meta, SNAPSHOT_KEY: {"3": {"sigma": 0.1}}})
+    assert not needs_write(want, drifted)
+    changed = Desired(data={**want.data, "agreement_flag": 1}, meta=want.meta)
+    assert needs_write(want, changed)
