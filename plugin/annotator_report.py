@@ -13,6 +13,8 @@ import json
 from pathlib import Path
 from typing import Any, Mapping
 
+from ls_agreement.adapters.render import render_html
+
 from .pushback import _clean
 
 CSV_COLUMNS = ["annotator", "name", "control", "sigma", "alpha", "mean_distance", "n_pairs",
@@ -94,7 +96,8 @@ def csv_rows(quality: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def write_reports(out_dir: Path, report: Mapping[str, Any],
                   header: Mapping[str, Any]) -> dict[str, Path]:
-    """Write ``report.json`` (the full report), ``annotators.json`` and ``annotators.csv``.
+    """Write ``report.json`` (the full report), ``report.html`` (the quality page),
+    ``annotators.json`` and ``annotators.csv``.
 
     Parameters
     ----------
@@ -108,15 +111,17 @@ def write_reports(out_dir: Path, report: Mapping[str, Any],
     Returns
     -------
     dict
-        ``{"report": path, "annotators_json": path, "annotators_csv": path}``.
+        ``{"report": path, "report_html": path, "annotators_json": path, "annotators_csv": path}``.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     quality = annotator_quality(report)
     paths = {"report": out_dir / "report.json",
+             "report_html": out_dir / "report.html",
              "annotators_json": out_dir / "annotators.json",
              "annotators_csv": out_dir / "annotators.csv"}
     _atomic_write(paths["report"], json.dumps({**header, **_clean(report)}, indent=1,
                                               sort_keys=True))
+    _atomic_write(paths["report_html"], render_html(_clean(report)))
     _atomic_write(paths["annotators_json"],
                   json.dumps({**header, "annotators": quality}, indent=1, sort_keys=True))
     tmp = paths["annotators_csv"].with_suffix(".csv.tmp")

@@ -130,7 +130,8 @@ def _safe_key(name: str) -> str:
 
 
 def desired_for(report: Mapping[str, Any], task_id: int, fp: str,
-                names: Mapping[str, str] | None = None) -> Desired | None:
+                names: Mapping[str, str] | None = None,
+                quality: Mapping[str, Any] | None = None) -> Desired | None:
     """The values one task should carry, from a ``build_report`` result.
 
     Parameters
@@ -143,6 +144,9 @@ def desired_for(report: Mapping[str, Any], task_id: int, fp: str,
         The task's annotation fingerprint (stored in the meta payload).
     names : Mapping[str, str], optional
         Annotator id -> email, stored with the task's annotators.
+    quality : Mapping, optional
+        ``annotator_report.annotator_quality(report)``: the entries of the task's
+        annotators are stored under ``SNAPSHOT_KEY``.
 
     Returns
     -------
@@ -187,37 +191,11 @@ def desired_for(report: Mapping[str, Any], task_id: int, fp: str,
         "annotators": {a: (names or {}).get(a, a) for a in annotators},
         "controls": per_control,
         "keys": sorted(data) + [UPDATED_KEY],
-        SNAPSHOT_KEY: annotator_quality(report, annotators, names),
+        SNAPSHOT_KEY: {a: quality[a] for a in annotators if a in quality} if quality else None,
     })
+    if meta[SNAPSHOT_KEY] is None:
+        del meta[SNAPSHOT_KEY]
     return Desired(data=data, meta=meta)
-
-
-def annotator_quality(report: Mapping[str, Any], annotators: Sequence[str],
-                      names: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """Project-level quality of some annotators: σ, α, tasks, and per control σ, α, their
-    intervals, agreement (mean distance) with each co-annotator and the CrowdTruth worker
-    score where the control has one."""
-    def entry_of(table: Any, a: str) -> Mapping[str, Any]:
-        row = table.get(a) if isinstance(table, Mapping) else None
-        return row if isinstance(row, Mapping) else {}
-
-    overall = report.get("annotators")
-    out: dict[str, Any] = {}
-    for a in annotators:
-        row = entry_of(overall, a)
-        per_control = {}
-        for cname, ctrl in (report.get("controls") or {}).items():
-            mine = entry_of(ctrl.get("annotators"), a)
-            if not mine:
-                continue
-            entry = {k: mine.get(k) for k in ("sigma", "alpha", "ci", "n_items", "pairs") if k in mine}
-            wqs = entry_of((ctrl.get("crowdtruth") or {}).get("workers"), a).get("wqs")
-            if wqs is not None:
-                entry["crowdtruth_wqs"] = wqs
-            per_control[cname] = entry
-        out[a] = {"name": (names or {}).get(a, row.get("name", a)), "sigma": row.get("sigma"),
-                  "alpha": row.get("alpha"), "n_items": row.get("n_items"), "controls": per_control}
-    return out
 
 
 def _comparable(meta: Mapping[str, Any]) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from .annotator_report import write_reports
+from .annotator_report import annotator_quality, write_reports
 from .client import BadInput, Connection, LabelStudioError, RetryPolicy
 from .pushback import PushOutcome, Write, current_of, desired_for, fingerprint, needs_write, push
 from .settings import PluginSettings, SyncOptions, settings_from_mapping
@@ -192,13 +192,14 @@ def sync_project(url: str, token: str, project_id: int, settings: Any = None,
         users = conn.users()
         names = {str(i): e for i, e in users.items() if e}
         _name_annotators(report, names)
+        quality = annotator_quality(report)
         rows = state.task_rows(key)
         writes: list[Write] = []
         unchanged: list[tuple[int, str, dict[str, Any]]] = []
         for task in tasks:
             tid = int(task["id"])
             fp = fingerprint(task, include_preds)
-            want = desired_for(report, tid, fp, names)
+            want = desired_for(report, tid, fp, names, quality)
             if needs_write(want, current_of(task)):
                 writes.append(Write(tid, fp, want, dict(task.get("data") or {})))
             elif want is not None and rows.get(tid, ("", None))[0] != fp:

@@ -221,7 +221,7 @@ def print_summary(outcome: DemoOutcome) -> None:
     else:
         print("Low agreement:     (view not found - did sync create it?)")
     for kind, path in outcome.report_paths.items():
-        label = {"report": "Report", "annotators_json": "Annotators (JSON)",
+        label = {"report": "Report", "report_html": "Quality page", "annotators_json": "Annotators (JSON)",
                  "annotators_csv": "Annotators (CSV)"}.get(kind, kind)
         print(f"{label + ':':<19}{path}")
     rows = annotator_rows(outcome.report)

@@ -113,8 +113,9 @@ def test_round_trip_views_and_idempotence(ls_server: Any, ls_client: Any,
         quality = t["meta"]["agreement"]["annotator_quality"]
         assert set(quality) == {str(u["id"]) for u in who}
         first = str(who[0]["id"])
-        assert quality[first]["sigma"] == pytest.approx(res.report["annotators"][first]["sigma"], abs=5e-4)
-        assert set(quality[first]["controls"]["sentiment"]["pairs"]) >= {str(u["id"]) for u in who[1:]}
+        assert quality[first]["overall"]["sigma"] == pytest.approx(res.report["annotators"][first]["sigma"],
+                                                                   abs=5e-4)
+        assert set(quality[first]["controls"]["sentiment"]["co_annotators"]) >= {str(u["id"]) for u in who[1:]}
         assert "crowdtruth_wqs" in quality[first]["controls"]["sentiment"]
     # full agreement never scores below full disagreement
     agree = [t["data"]["agreement_sigma"] for t in tasks.values()

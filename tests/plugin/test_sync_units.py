@@ -124,6 +124,7 @@ def test_state_roundtrip(tmp_path: Path) -> None:
 def test_annotator_report_files(tmp_path: Path) -> None:
     paths = write_reports(tmp_path, REPORT, {"project": 1})
     rows = list(csv.DictReader(paths["annotators_csv"].open()))
+    assert paths["report_html"].read_text().lstrip().lower().startswith("<!doctype html")
     assert len(rows) == 1
     r = rows[0]
     assert (r["annotator"], r["control"], r["name"]) == ("3", "label", "a@x")
@@ -157,10 +158,12 @@ def test_annotator_quality_snapshot_never_forces_a_write():
               "tasks": {"1": {"sigma": 1.0, "flag": False}},
               "annotators": {"3": {"sigma": 0.9, "alpha": 0.5, "n_items": 10},
                              "4": {"sigma": 0.8, "alpha": 0.4, "n_items": 12}}}
-    want = desired_for(report, 1, "fp", {"3": "a@x.org"})
+    from ls_agreement.plugin.annotator_report import annotator_quality
+
+    want = desired_for(report, 1, "fp", {"3": "a@x.org"}, annotator_quality(report))
     q = want.meta[SNAPSHOT_KEY]
-    assert q["3"]["name"] == "a@x.org" and q["3"]["sigma"] == 0.9 and q["4"]["n_items"] == 12
-    assert q["3"]["controls"]["c"]["crowdtruth_wqs"] == 0.7 and q["3"]["controls"]["c"]["pairs"] == {"4": 0.1}
+    assert set(q) == {"3", "4"} and q["3"]["overall"]["sigma"] == 0.9 and q["4"]["overall"]["n_items"] == 12
+    assert q["3"]["controls"]["c"]["crowdtruth_wqs"] == 0.7 and q["3"]["controls"]["c"]["co_annotators"] == {"4": 0.1}
     drifted = Desired(data=dict(want.data), meta={**want.meta, SNAPSHOT_KEY: {"3": {"sigma": 0.1}}})
     assert not needs_write(want, drifted)
     changed = Desired(data={**want.data, "agreement_flag": 1}, meta=want.meta)
