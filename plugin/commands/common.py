@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 
-__all__ = ["EXIT_OK", "EXIT_INTERNAL", "EXIT_BAD_INPUT", "EXIT_SERVER", "add_server_arguments"]
+__all__ = ["EXIT_OK", "EXIT_INTERNAL", "EXIT_BAD_INPUT", "EXIT_SERVER", "add_server_arguments",
+           "add_service_arguments", "DEFAULT_OUT", "DEFAULT_STATE", "SECRET_ENV"]
 
 # 0 ok, 1 internal error, 2 bad input or usage, 3 Label Studio unreachable or refused
 EXIT_OK, EXIT_INTERNAL, EXIT_BAD_INPUT, EXIT_SERVER = 0, 1, 2, 3
@@ -17,3 +19,20 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--token", default=os.environ.get("LABEL_STUDIO_API_KEY"),
                         help="legacy API token or personal access token "
                              "(default: $LABEL_STUDIO_API_KEY)")
+
+
+# `connect` records projects in the state file that `serve` then works from
+DEFAULT_OUT = Path("ls-agreement-reports")
+DEFAULT_STATE = DEFAULT_OUT / "serve.sqlite"
+SECRET_ENV = "LS_AGREEMENT_WEBHOOK_SECRET"
+
+
+def add_service_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--secret``, ``--state``, ``--out``, ``--settings``: shared by ``connect`` and ``serve``."""
+    parser.add_argument("--secret", default=os.environ.get(SECRET_ENV),
+                        help=f"shared secret of the webhook header (default: ${SECRET_ENV})")
+    parser.add_argument("--state", type=Path, default=DEFAULT_STATE,
+                        help=f"SQLite file for jobs, served projects and sync state (default {DEFAULT_STATE})")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT,
+                        help=f"report folder root (default {DEFAULT_OUT}/)")
+    parser.add_argument("--settings", help="TOML settings file ([report], [sync] tables)")

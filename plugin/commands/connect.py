@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from .serve import DEFAULT_OUT, DEFAULT_STATE, SECRET_ENV
-from .common import EXIT_OK, add_server_arguments
+from .common import EXIT_OK, add_server_arguments, add_service_arguments
 
 HELP = ("Register a project's webhook to the `ls-agreement serve` receiver (idempotent) "
         "and run a first sync, which creates the Data Manager views.")
@@ -32,13 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="URL at which Label Studio reaches `serve`, e.g. "
                              "http://127.0.0.1:8765/webhook (a bare base URL gets /webhook; "
                              f"default: ${PUBLIC_URL_ENV})")
-    parser.add_argument("--secret", default=os.environ.get(SECRET_ENV),
-                        help=f"shared secret sent in the webhook header (default: ${SECRET_ENV})")
-    parser.add_argument("--state", type=Path, default=DEFAULT_STATE,
-                        help=f"the SQLite file `serve` uses (default {DEFAULT_STATE})")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT,
-                        help=f"report folder root (default {DEFAULT_OUT}/)")
-    parser.add_argument("--settings", help="TOML settings file ([report], [sync] tables)")
+    add_service_arguments(parser)
     parser.add_argument("--no-sync", action="store_true",
                         help="only register the webhook (no first sync)")
     parser.add_argument("--quiet", action="store_true", help="no progress output")

@@ -9,20 +9,15 @@ seconds; an unfinished job stays ``running`` and is picked up again at the next 
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import sys
 import threading
-from pathlib import Path
 from typing import Any, Sequence, TextIO
-from .common import EXIT_BAD_INPUT, EXIT_OK, add_server_arguments
+from .common import EXIT_BAD_INPUT, EXIT_OK, add_server_arguments, add_service_arguments
 
 HELP = ("Run the webhook receiver, the job worker and the quality page: agreement is "
         "recomputed after annotation events and reconciled periodically.")
 
-DEFAULT_OUT = Path("ls-agreement-reports")
-DEFAULT_STATE = DEFAULT_OUT / "serve.sqlite"
-SECRET_ENV = "LS_AGREEMENT_WEBHOOK_SECRET"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,13 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1",
                         help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 = any)")
-    parser.add_argument("--secret", default=os.environ.get(SECRET_ENV),
-                        help=f"shared secret expected in the webhook header (default: ${SECRET_ENV})")
-    parser.add_argument("--state", type=Path, default=DEFAULT_STATE,
-                        help=f"SQLite file for jobs and sync state (default {DEFAULT_STATE})")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT,
-                        help=f"report folder root (default {DEFAULT_OUT}/)")
-    parser.add_argument("--settings", help="TOML settings file ([report], [sync] tables)")
+    add_service_arguments(parser)
     parser.add_argument("--interval", type=float, default=600.0,
                         help="seconds between reconcile syncs of every served project "
                              "(default 600; 0 = only at start-up)")
