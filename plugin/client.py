@@ -159,6 +159,7 @@ class Connection:
         self._lock = threading.Lock()
         limits = httpx.Limits(max_connections=pool, max_keepalive_connections=pool)
         http = httpx.Client(timeout=timeout, follow_redirects=True, limits=limits)
+        self._http = http  # ours to close; the SDK only borrows it
         try:
             # max_retries=0: the SDK's own retries are unbounded in time (Retry-After up to
             # 60 s) and skip timeouts; ours below cover both.
@@ -335,10 +336,7 @@ class Connection:
         return {int(u["id"]): str(u.get("email") or "") for u in map(_as_dict, users)}
 
     def close(self) -> None:
-        try:
-            self.sdk._client_wrapper.httpx_client.httpx_client.close()
-        except Exception:  # noqa: BLE001 - closing is best effort
-            pass
+        self._http.close()
 
 
 def _as_dict(obj: Any) -> dict[str, Any]:
