@@ -54,24 +54,25 @@ def nonneg(value: dict, key: str) -> float:
     return v
 
 
-def string(value: dict, key: str) -> str:
+def _required(value: dict, key: str, kind: type) -> Any:
+    """``value[key]``, which must be present and exactly of ``kind``."""
     try:
         v = value[key]
     except KeyError:
         raise BadValue(f"value.{key}", "missing") from None
-    if type(v) is not str:
-        raise BadValue(f"value.{key}", f"expected a string, got {type(v).__name__}")
+    if type(v) is not kind:
+        name = {str: "string"}.get(kind, kind.__name__)
+        raise BadValue(f"value.{key}", f"expected a {name}, got {type(v).__name__}")
     return v
+
+
+def string(value: dict, key: str) -> str:
+    return _required(value, key, str)
 
 
 def str_list(value: dict, key: str) -> list[str]:
     """A list of strings ``value[key]``."""
-    try:
-        v = value[key]
-    except KeyError:
-        raise BadValue(f"value.{key}", "missing") from None
-    if type(v) is not list:
-        raise BadValue(f"value.{key}", f"expected a list, got {type(v).__name__}")
+    v = _required(value, key, list)
     for k, s in enumerate(v):
         if type(s) is not str:
             raise BadValue(f"value.{key}[{k}]", f"expected a string, got {type(s).__name__}")
