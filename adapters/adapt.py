@@ -93,6 +93,7 @@ def adapt(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool =
     all_multi = [n for n in all_names if multi[n]]
     handlers = {n: (fam[n].parse, fam[n].TYPES, s) for n, s in specs.items()}
     seen: set = set()
+    ids_as_text: dict[str, Any] = {}
     if not isinstance(tasks, (list, tuple)):
         try:
             tasks = list(tasks)
@@ -109,6 +110,13 @@ def adapt(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool =
         if tid in seen:
             problems.report("duplicate task id (the first occurrence is kept)", task_id=tid, field="id")
             continue
+        other = ids_as_text.get(str(tid))
+        if other is not None:
+            # every output keys tasks by their id as text: 1 and "1" would merge silently
+            raise AdapterError(f"task ids {other!r} and {tid!r} differ only in type (number vs string); "
+                               "every report keys tasks by their id as text, so they cannot be told "
+                               "apart: give the tasks distinct ids", task_id=tid, field=f"tasks[{k}].id")
+        ids_as_text[str(tid)] = tid
         seen.add(tid)
         data = task.get("data")
         if data is not None and type(data) is not dict:
@@ -138,6 +146,11 @@ def adapt(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool =
                                     field=f"result[{r}]")
                     continue
                 fn = res.get("from_name")
+                if type(fn) is not str:  # a list or dict would not even hash
+                    problems.report("from_name missing or not a string" if fn is None else
+                                    f"from_name missing or not a string (a {type(fn).__name__})",
+                                    task_id=tid, annotation_id=aid, field=f"result[{r}].from_name")
+                    continue
                 bucket = got.get(fn)
                 if bucket is None:
                     if fn not in applicable_set:

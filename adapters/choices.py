@@ -37,25 +37,12 @@ def _taxonomy(value: dict, spec: ControlSpec) -> frozenset:
         out.append("/".join(path))
     value_set = frozenset(out)
     if spec.labels:
-        known = _prefixes(spec)
+        known = spec.known_labels
         unknown = sorted(p for p in value_set if p not in known)
         if unknown:
             raise SuspectValue("value.taxonomy", f"path(s) {unknown} not in the config's taxonomy",
                                value_set)
     return value_set
-
-
-def _prefixes(spec: ControlSpec) -> set[str]:
-    # Taxonomy selections may stop at an inner node, so every prefix of a leaf is valid.
-    cache = spec.attrs.get("__prefixes__")
-    if cache is None:
-        pre: set[str] = set()
-        for leaf in spec.labels or ():
-            parts = leaf.split("/")
-            for k in range(1, len(parts) + 1):
-                pre.add("/".join(parts[:k]))
-        spec.attrs["__prefixes__"] = cache = pre  # type: ignore[assignment]
-    return cache  # type: ignore[return-value]
 
 
 def parse(result: dict, value: dict, spec: ControlSpec, data: Any) -> Any:
@@ -70,12 +57,12 @@ def parse(result: dict, value: dict, spec: ControlSpec, data: Any) -> Any:
             raise BadValue("value.choices", "missing or not a list of strings")
     if spec.multiple:
         val: Any = frozenset(ch)
-        unknown = sorted(val - set(spec.labels)) if spec.labels else []
+        unknown = sorted(val - spec.known_labels) if spec.labels else []
     else:
         if len(ch) != 1:
             raise BadValue("value.choices", f"a single-choice control needs exactly one choice, got {len(ch)}")
         val = ch[0]
-        unknown = [val] if spec.labels and val not in spec.labels else []
+        unknown = [val] if spec.labels and val not in spec.known_labels else []
     if unknown:
         raise SuspectValue("value.choices", f"choice(s) {unknown} not in the config", val)
     return val

@@ -71,8 +71,25 @@ class ControlSpec:
     multiple: bool = False            # Choices choice="multiple"; Taxonomy is always multiple
     region: str | None = None         # rectangle|polygon|keypoint for image regions
     buckets: list[str] | None = None  # Ranker Bucket names, in config order
-    attrs: dict[str, str] = field(default_factory=dict)   # the raw XML attributes
+    attrs: dict[str, str] = field(default_factory=dict)   # the raw XML attributes, data only
     data_keys: list[str | None] = field(default_factory=list)  # task.data key per object
+    scale: tuple[int, int] | None = None  # Rating: 1..maxRating, never materialized
+
+    @property
+    def known_labels(self) -> frozenset[str]:
+        """Every answer the config declares; for a Taxonomy every prefix of a leaf too,
+        since a selection may stop at an inner node. Computed once, never from attributes."""
+        cached = self.__dict__.get("_known")
+        if cached is None:
+            out: set[str] = set()
+            for leaf in self.labels or ():
+                if self.lower == "taxonomy":
+                    parts = leaf.split("/")
+                    out.update("/".join(parts[:k]) for k in range(1, len(parts) + 1))
+                else:
+                    out.add(leaf)
+            cached = self.__dict__["_known"] = frozenset(out)
+        return cached
 
     @property
     def object_name(self) -> str:
@@ -93,22 +110,32 @@ class LabelingConfig:
     skipped: set[str] = field(default_factory=set)   # names of unsupported controls
 
 
+_LISTED_SCALE = 100   # Rating answers listed (options) up to this maxRating
+
+
 def _bad(msg: str, field: str = "config") -> AdapterError:
     return AdapterError(f"invalid labeling config: {msg}", field=field)
 
 
 def _taxonomy_paths(node: ET.Element, prefix: tuple[str, ...]) -> list[str]:
     """Leaf paths of a Taxonomy's nested Choice tree, joined with "/"."""
+    # an explicit stack: a config nested thousands of levels deep must not hit the
+    # interpreter's recursion limit
     out: list[str] = []
-    for child in node:
-        if child.tag.lower() != "choice":
-            continue
-        value = child.get("value") or child.get("alias")
-        if value is None:
-            raise _bad(f"Taxonomy Choice without value under {'/'.join(prefix) or 'root'}")
-        path = prefix + (value,)
-        sub = _taxonomy_paths(child, path)
-        out.extend(sub if sub else ["/".join(path)])
+    stack: list[tuple[ET.Element, tuple[str, ...]]] = [(node, prefix)]
+    while stack:
+        parent, path = stack.pop()
+        kids = []
+        for child in parent:
+            if not isinstance(child.tag, str) or child.tag.lower() != "choice":
+                continue
+            value = child.get("value") or child.get("alias")
+            if value is None:
+                raise _bad(f"Taxonomy Choice without value under {'/'.join(path) or 'root'}")
+            kids.append((child, path + (value,)))
+        if not kids and path != prefix:
+            out.append("/".join(path))
+        stack.extend(reversed(kids))
     return out
 
 
@@ -254,11 +281,17 @@ def _make_spec(node: ET.Element, name: str, to_name: list[str], object_tags: lis
     elif family == "scalars":
         spec.kind = "scalar"
         if low == "rating":
+            raw = node.get("maxRating", "5")
             try:
-                top = int(node.get("maxRating", "5"))
+                top = int(raw) if len(raw) <= 18 else -1  # no 4,000-digit int parsing either
             except ValueError:
-                raise _bad(f"Rating {name!r} has a non-integer maxRating", f"config.Rating[name={name}]") from None
-            spec.labels = [str(k) for k in range(1, top + 1)]
+                top = -1
+            if top < 1:
+                raise _bad(f"Rating {name!r} has maxRating {raw[:40]!r}; expected a positive integer",
+                           f"config.Rating[name={name}].maxRating")
+            spec.scale = (1, top)   # checks use the range: maxRating may be 10^8
+            # the answers are listed only for a scale a person could use
+            spec.labels = [str(k) for k in range(1, top + 1)] if top <= _LISTED_SCALE else None
     elif family == "ranking":
         spec.kind = "ranking"
         buckets = [b.get("name") or b.get("value") or "" for b in node if isinstance(b.tag, str)

@@ -38,6 +38,8 @@ def number(value: dict, key: str) -> float:
         if v - v != 0.0:  # NaN or inf, cheaper than math.isfinite on the hot path
             raise BadValue(f"value.{key}", f"not finite ({v!r})")
     elif t is int:
+        if not -COORD_LIMIT <= v <= COORD_LIMIT:  # before float(): a 400-digit int overflows it
+            raise BadValue(f"value.{key}", f"out of range ({str(v)[:20]}...)")
         v = float(v)
     else:
         raise BadValue(f"value.{key}", f"expected a number, got {type(v).__name__} {v!r}"[:120])
@@ -95,6 +97,13 @@ def labels_of(value: dict, key: str) -> list[str] | None:
     return v
 
 
+def undeclared(labels: list[str] | None, spec: Any) -> list[str]:
+    """Labels the config does not declare (none when the config's labels are dynamic)."""
+    if not labels or not spec.labels or spec.attrs.get("value", "").startswith("$"):
+        return []
+    return sorted(set(labels) - spec.known_labels)
+
+
 def label_key(labels: list[str] | None) -> str | None:
     """One hashable label per object: several labels are joined with "|" (sorted)."""
     if not labels:
@@ -106,7 +115,7 @@ def label_key(labels: list[str] | None) -> str | None:
 
 def finite_or_none(v: Any) -> float | None:
     """An image size in pixels: a finite number in (0, IMAGE_LIMIT], else None."""
-    if type(v) in (int, float) and math.isfinite(v) and 0 < v <= IMAGE_LIMIT:
+    if type(v) in (int, float) and 0 < v <= IMAGE_LIMIT and v == v:
         return float(v)
     return None
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from .config import ControlSpec
-from .errors import BadValue
-from .fields import (finite_or_none, label_key, labels_of, make_box, make_keypoint, make_polygon, nonneg,
+from .errors import BadValue, SuspectValue
+from .fields import (finite_or_none, label_key, labels_of, undeclared, make_box, make_keypoint, make_polygon, nonneg,
                      number)
 
 __all__ = ["TYPES", "MULTI", "parse", "plan", "build"]
@@ -34,13 +34,15 @@ def parse(result: dict, value: dict, spec: ControlSpec, data: Any) -> tuple:
     """
     region = spec.region
     if region == "rectangle":
-        label = label_key(labels_of(value, "rectanglelabels"))
+        labels = labels_of(value, "rectanglelabels")
+        label = label_key(labels)
         x, y = number(value, "x"), number(value, "y")
         w, h = nonneg(value, "width"), nonneg(value, "height")
         rot = number(value, "rotation") if value.get("rotation") is not None else 0.0
         geom: tuple = (x, y, w, h, rot)
     elif region == "polygon":
-        label = label_key(labels_of(value, "polygonlabels"))
+        labels = labels_of(value, "polygonlabels")
+        label = label_key(labels)
         pts = value.get("points")
         if type(pts) is not list:
             raise BadValue("value.points", "missing or not a list")
@@ -56,7 +58,8 @@ def parse(result: dict, value: dict, spec: ControlSpec, data: Any) -> tuple:
                 raise BadValue(f"value.points[{k}]", exc.message) from None
         geom = (tuple(out),)
     else:
-        label = label_key(labels_of(value, "keypointlabels"))
+        labels = labels_of(value, "keypointlabels")
+        label = label_key(labels)
         geom = (number(value, "x"), number(value, "y"))
     ow = result.get("original_width")
     oh = result.get("original_height")
@@ -64,6 +67,10 @@ def parse(result: dict, value: dict, spec: ControlSpec, data: Any) -> tuple:
         ow, oh = finite_or_none(ow), finite_or_none(oh)
         if ow is None or oh is None:
             raise BadValue("original_width", "image size must be positive finite numbers (pixels)")
+    unknown = undeclared(labels, spec)
+    if unknown:
+        raise SuspectValue(f"value.{spec.region}labels", f"label(s) {unknown} not in the config",
+                           (label, geom, ow, oh))
     return (label, geom, ow, oh)
 
 

@@ -8,6 +8,7 @@ the first instant of the period), so that interval distances compare them.
 from __future__ import annotations
 
 import math
+import sys
 from datetime import datetime, time, timezone
 from typing import Any
 
@@ -40,8 +41,13 @@ def parse_datetime(text: str) -> float:
     return dt.timestamp()
 
 
+_MAX_FLOAT = int(sys.float_info.max)
+
+
 def _number(v: Any, field: str) -> float | int:
     if type(v) is int:
+        if abs(v) > _MAX_FLOAT:  # a 400-digit integer: no float holds it, the metrics could not
+            raise BadValue(field, f"number too large ({str(v)[:20]}... with {len(str(v))} digits)")
         return v
     if type(v) is float:
         if not math.isfinite(v):
@@ -66,8 +72,8 @@ def parse(result: dict, value: dict, spec: ControlSpec, data: Any) -> float | in
         if v != int(v):
             raise BadValue("value.rating", f"a rating must be an integer, got {v!r}")
         v = int(v)
-        if spec.labels and not 1 <= v <= len(spec.labels):
-            raise SuspectValue("value.rating", f"rating {v} outside 1..{len(spec.labels)}", v)
+        if spec.scale and not spec.scale[0] <= v <= spec.scale[1]:
+            raise SuspectValue("value.rating", f"rating {v} outside {spec.scale[0]}..{spec.scale[1]}", v)
         return v
     if low == "number":
         v = _number(value.get("number"), "value.number")

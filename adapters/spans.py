@@ -16,8 +16,8 @@ from ls_agreement.metrics.model import Span as _Span
 from ls_agreement.metrics.tokens import char_spans_to_tokens
 
 from .config import ControlSpec
-from .errors import BadValue
-from .fields import label_key, labels_of, make_span
+from .errors import BadValue, SuspectValue
+from .fields import label_key, labels_of, make_span, undeclared
 
 if TYPE_CHECKING:
     from ls_agreement.metrics.model import Span
@@ -76,9 +76,14 @@ def parse(result: dict, value: dict, spec: ControlSpec, data: Any) -> "Span":
             raise BadValue("value.end", f"offset {end} is past the end of the text ({len(text)})")
     if end < start:
         raise BadValue("value.end", f"end ({end}) is before start ({start})")
-    label = label_key(labels_of(value, "hypertextlabels" if spec.lower == "hypertextlabels" else "labels"))
+    key = "hypertextlabels" if spec.lower == "hypertextlabels" else "labels"
+    labels = labels_of(value, key)
     snippet = value.get("text")
-    return make_span(start, end, label, snippet if type(snippet) is str else None)
+    span = make_span(start, end, label_key(labels), snippet if type(snippet) is str else None)
+    unknown = undeclared(labels, spec)
+    if unknown:
+        raise SuspectValue(f"value.{key}", f"label(s) {unknown} not in the config", span)
+    return span
 
 
 def build(parts: list, spec: ControlSpec, state: Any = None) -> tuple:

@@ -57,7 +57,8 @@ def load_export(path: str | Path) -> list[dict]:
         raw = p.read_bytes()
     except OSError as exc:
         raise AdapterError(f"cannot read export {str(p)!r}: {exc.strerror or exc}") from None
-    head = raw[:4096].lstrip()
+    # a byte-order mark is not content: JSON after it is still JSON
+    head = raw[:4096].lstrip(b"\xef\xbb\xbf\xff\xfe\x00").lstrip()
     first_line = head.split(b"\n", 1)[0]
     csv_like = head[:1] not in (b"[", b"{") and (b"," in first_line or b"\t" in first_line)
     if p.suffix.lower() in (".csv", ".tsv") or csv_like:
@@ -144,8 +145,12 @@ def _when(value: Any) -> float:
         if dt.tzinfo is None:
             dt = dt.replace(tzinfo=timezone.utc)
         return dt.timestamp()
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-        return float(value)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            f = float(value)  # a 400-digit integer overflows: no usable time
+        except OverflowError:
+            return -math.inf
+        return f if math.isfinite(f) else -math.inf
     return -math.inf
 
 
@@ -191,6 +196,14 @@ def select_annotations(task: dict, task_id: Any, problems: Problems,
         except ValueError as exc:
             problems.report(str(exc), task_id=task_id, annotation_id=aid, field="completed_by")
             continue
+        for key in ("updated_at", "created_at"):
+            stamp = ann.get(key)
+            if stamp is not None and _when(stamp) == -math.inf:
+                msg = f"unusable timestamp {str(stamp)[:40]!r}"
+                if problems.strict:
+                    problems.report(msg, task_id=task_id, annotation_id=aid, field=key)
+                problems.warn(f"task {task_id}, annotation {aid}, field {key!r}: {msg} "
+                              "(ignored when choosing an annotator's latest annotation)")
         result = ann.get("result")
         if not isinstance(result, list):
             problems.report(f"result must be a list, got {type(result).__name__}",
