@@ -13,7 +13,8 @@ import pandas as pd
 
 from .config import ControlSpec
 
-__all__ = ["ControlData", "DEFAULT_DISTANCE", "default_distance", "candidate_distances"]
+__all__ = ["ControlData", "DEFAULT_DISTANCE", "default_distance", "candidate_distances",
+           "fitting_distances"]
 
 # Default distance per value kind (measures.md §4); scalars depend on the tag.
 DEFAULT_DISTANCE: dict[str, str] = {
@@ -60,6 +61,16 @@ def default_distance(spec: ControlSpec) -> str:
     if spec.kind == "scalar":
         return _SCALAR_DEFAULT.get(spec.lower, "nominal")
     return DEFAULT_DISTANCE.get(spec.kind, "nominal")
+
+
+def fitting_distances(kind: str, tag: str) -> list[str]:
+    """Every registered distance that can compare this control's values."""
+    from ls_agreement.metrics.distances.registry import fitting
+
+    names = fitting("scalar" if kind == "pairwise" else kind)
+    if tag.lower() in ("choices", "pairwise"):
+        names = [n for n in names if n not in _NUMERIC_ONLY]
+    return names
 
 
 def candidate_distances(spec: ControlSpec) -> list[str]:

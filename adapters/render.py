@@ -151,6 +151,9 @@ def _control_section(name: str, e: dict) -> str:
             f"<p>distance <code>{html.escape(str(e.get('distance')))}</code> · {e.get('n_items')} tasks · "
             f"{e.get('n_pairs')} observed pairs · {e.get('n_expected_pairs')} expected pairs · "
             f"95% item bootstrap, {ci.get('bootstrap')} resamples, seed {ci.get('seed')}</p>")
+    if e.get("status", "ok") != "ok":
+        nums = (f"<p class=unmeasured><b>Not measured:</b> {html.escape(str(e.get('reason')))}. This control "
+                "takes no part in the flags, in each task's σ or in the annotators' means.</p>")
     cands = ""
     if e.get("candidates"):
         rows = "".join(f"<tr><td><code>{html.escape(c['distance'])}</code></td><td>{_f(c['ks'])}</td>"

@@ -20,7 +20,10 @@ import numpy as np
 import pandas as pd
 
 from .adapt import adapt
-from .control import ControlData
+from ls_agreement.metrics.distances.registry import get_distance
+
+from .control import ControlData, fitting_distances
+from .errors import AdapterError
 from .settings import ReportSettings
 from .spans import span_units_table
 
@@ -61,8 +64,31 @@ def _empty_entry(ctl: ControlData, settings: ReportSettings) -> dict[str, Any]:
                "bootstrap": settings.bootstrap, "seed": settings.seed},
         "options": ctl.options, "n_ground_truth": len(ctl.ground_truth),
         "diagnostics": [], "histogram": None, "items": {}, "annotators": {}, "warnings": list(ctl.warnings),
-        "notes": [],
+        "notes": [], "status": "ok", "reason": None,
     }
+
+
+# Why a control has no agreement numbers; such a control takes no part in flags, in a
+# task's σ or in an annotator's means (agreement is undefined there, not bad).
+NO_VARIATION = ("no variation: every value of this control is the same (for example an optional "
+                "control nobody used), so chance agreement is perfect and agreement is undefined, "
+                "not bad")
+UNPAIRABLE = ("fewer than two annotators on all but {n} task(s): agreement needs at least two tasks "
+              "with two or more annotations, so it is undefined")
+
+
+def _unmeasured(entry: dict, status: str, reason: str) -> None:
+    """Null every agreement number of a control that cannot be measured, saying why."""
+    entry.update(status=status, reason=reason, alpha=None, ks=None, ks_statistic=None, sigma=None,
+                 threshold=None, histogram=None)
+    entry["ci"].update(alpha=[None, None], ks=[None, None], sigma=[None, None])
+    for rec in entry["items"].values():
+        rec.update(sigma=None, alpha=None, flag=False)
+    for rec in entry["annotators"].values():
+        rec.update(sigma=None, alpha=None)
+        rec.pop("ci", None)
+    entry["diagnostics"] = [d for d in entry["diagnostics"] if "piled" not in d]
+    entry["warnings"].append(reason)
 
 
 def _histogram(observed: np.ndarray, expected: np.ndarray, weights: np.ndarray | None) -> dict[str, Any]:
@@ -120,9 +146,17 @@ def control_report(ctl: ControlData, settings: ReportSettings) -> dict[str, Any]
     if ctl.kind == "spans":
         table, entry["units"], notes = span_units_table(ctl)
         entry["warnings"].extend(notes)
-    if not ctl.pairable():
-        entry["warnings"].append("fewer than two annotators on every task: no agreement computed")
+    n_pairable = int((table.groupby("item", sort=False).size() >= 2).sum()) if len(table) else 0
+    if n_pairable < 2:
+        wanted = settings.distance_for(ctl.name)
+        entry["distance"] = None if wanted == "auto" else wanted
+        try:
+            if wanted != "auto":
+                get_distance(wanted)
+        except (KeyError, ValueError) as exc:
+            entry["warnings"].append(f"distance not usable: {exc}")
         _annotators_only(ctl, entry)
+        _unmeasured(entry, "unpairable", UNPAIRABLE.format(n=n_pairable))
         return entry
     wanted = settings.distance_for(ctl.name)
     try:
@@ -138,8 +172,8 @@ def control_report(ctl: ControlData, settings: ReportSettings) -> dict[str, Any]
             res = agreement(table, dist, bootstrap=0, **kw)
             entry["warnings"].append(f"bootstrap intervals not computed: {exc}")
     except (ValueError, ZeroDivisionError, FloatingPointError) as exc:
-        entry["warnings"].append(f"agreement not computed: {exc}")
         _annotators_only(ctl, entry)
+        _unmeasured(entry, "failed", f"agreement not computed: {exc}")
         return entry
     for k in ("alpha", "ks", "ks_statistic", "sigma", "threshold"):
         entry[k] = _num(getattr(res, k))
@@ -159,6 +193,8 @@ def control_report(ctl: ControlData, settings: ReportSettings) -> dict[str, Any]
                                         "threshold d* summarises them poorly")
     entry["items"] = _items(res.per_item, table)
     entry["annotators"] = _annotators(res, ctl)
+    if not res.d_e > 0:
+        _unmeasured(entry, "no_variation", NO_VARIATION)
     return entry
 
 
@@ -261,6 +297,7 @@ def build_report(config_xml: str, tasks: list[dict], settings: ReportSettings | 
     settings = settings or ReportSettings()
     adapted = adapt(config_xml, tasks, strict=settings.strict,
                     include_predictions=settings.include_predictions)
+    _check_forced_distances(settings, adapted.controls)
     unknown = sorted(set(settings.distances) - set(adapted.controls))
     warnings = list(adapted.warnings)
     if unknown:
@@ -293,9 +330,28 @@ def build_report(config_xml: str, tasks: list[dict], settings: ReportSettings | 
     }
 
 
+def _check_forced_distances(settings: ReportSettings, controls: dict[str, ControlData]) -> None:
+    """A distance named for a control must compare that control's kind of values: boxes
+    under ``nominal`` or choices under a ranking distance would give a silent 0."""
+    from ls_agreement.metrics import available
+
+    known = set(available())
+    for name, dist in sorted(settings.distances.items()):
+        ctl = controls.get(name)
+        if ctl is None or dist == "auto" or dist not in known:
+            continue  # unknown names are refused by the CLI, warned about by the engine
+        fit = fitting_distances(ctl.kind, ctl.tag)
+        if dist not in fit:
+            raise AdapterError(f"distance {dist!r} does not fit control {name!r} ({ctl.tag}, "
+                               f"{ctl.kind} values); distances that fit: {', '.join(fit)}",
+                               field=f"distances.{name}")
+
+
 def _project_tasks(controls: dict[str, dict]) -> dict[str, dict]:
     out: dict[str, dict] = {}
     for name, entry in controls.items():
+        if entry.get("status", "ok") != "ok":
+            continue
         for item, rec in entry["items"].items():
             t = out.setdefault(item, {"sigma": None, "flag": False, "controls": [], "flagged_controls": []})
             t["controls"].append(name)
@@ -323,7 +379,7 @@ def _project_annotators(controls: dict[str, dict], data: dict[str, ControlData])
         pairs = 0
         for name, entry in controls.items():
             rec = entry["annotators"].get(a)
-            if rec is None:
+            if rec is None or entry.get("status", "ok") != "ok":
                 continue
             per[name] = {"sigma": rec["sigma"], "alpha": rec["alpha"], "n_pairs": rec["n_pairs"]}
             n = rec["n_pairs"]

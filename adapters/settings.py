@@ -93,6 +93,15 @@ def _check(key: str, v: Any) -> Any:
                     isinstance(m, (str, int)) and not isinstance(m, bool) for m in members):
                 raise ValueError(f"setting 'groups.{g}' must be a list of annotator ids, got {members!r}")
             out[str(g)] = [str(m) for m in members]
+        # κx compares two independent replications: an annotator in both pools would be
+        # compared with themself, which has no meaning
+        owner: dict[str, str] = {}
+        for g, members in out.items():
+            for m in members:
+                if m in owner and owner[m] != g:
+                    raise ValueError(f"setting 'groups': annotator {m!r} is in both {owner[m]!r} and "
+                                     f"{g!r}; annotator pools must not overlap")
+                owner[m] = g
         return out
     if key in ("flag_below", "p"):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):

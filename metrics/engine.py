@@ -272,7 +272,7 @@ def _diagnostics(do: np.ndarray, ex: Expected, ct: CodedTable) -> list[str]:
     if e.size and w[e <= e.min()].sum() / w.sum() > 0.5:
         notes.append("expected distances piled at the low end: few possible values, so chance agreement "
                      "is high and σ can only be small")
-    if do.size and e.size and np.mean(do >= e.max()) > 0.5:
+    if do.size and e.size and e.max() > 0 and np.mean(do >= e.max()) > 0.5:
         notes.append("observed distances piled at the high end: a strict (exact-match) distance; "
                      "a lenient distance may separate agreement from chance better")
     if ct.n_unpairable:

@@ -5,7 +5,7 @@ from typing import Any, Callable
 
 from .base import CallableDistance, Distance
 
-__all__ = ["register", "get_distance", "available", "candidates", "DistanceLike"]
+__all__ = ["register", "get_distance", "available", "candidates", "fitting", "DistanceLike"]
 
 DistanceLike = str | Distance | Callable[[Any, Any], float]
 
@@ -65,6 +65,12 @@ def candidates(kind: str) -> list[str]:
     """Names ``distance="auto"`` tries for a value kind."""
     _load_builtin()
     return list(_CANDIDATES.get(kind, []))
+
+
+def fitting(kind: str) -> list[str]:
+    """Registered names that compare values of ``kind`` (and kind-agnostic callables)."""
+    _load_builtin()
+    return sorted(n for n, d in _REGISTRY.items() if d.kind in (kind, "any"))
 
 
 _loaded = False

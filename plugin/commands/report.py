@@ -55,6 +55,8 @@ def _settings(args: argparse.Namespace):  # -> ReportSettings
             raise ValueError("--bootstrap must be >= 0")
         settings.bootstrap = args.bootstrap
     if args.seed is not None:
+        if args.seed < 0:
+            raise ValueError("--seed must be >= 0")
         settings.seed = args.seed
     return settings
 
