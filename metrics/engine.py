@@ -194,11 +194,14 @@ def agreement(
                                  rng=rng, ks_method=ks_method, level=level,
                                  bandwidth=chance.bandwidth(), threshold=threshold,
                                  d_e=d_e, per_annotator=per_ann)
+    ks = ks_score(do, chance, method=ks_method)
+    sigma = sigma_score(do, threshold)
+    interval_notes = _guard_intervals(ci, {"alpha": alpha, "ks": ks, "sigma": sigma}, per_ann) if ci else []
     return AgreementResult(
         alpha=alpha,
-        ks=ks_score(do, chance, method=ks_method),
+        ks=ks,
         ks_statistic=ks_statistic(do, chance),
-        sigma=sigma_score(do, threshold),
+        sigma=sigma,
         threshold=threshold,
         n_items=ct.n_items, n_pairs=int(do.size), n_expected_pairs=ex.n_pairs,
         observed=do, expected=ex.distances, expected_weights=ex.weights,
@@ -206,7 +209,7 @@ def agreement(
         distance=dist.name, form=form, p=p, seed=seed, bootstrap=int(bootstrap), ks_method=ks_method,
         expected_exact=ex.exact_distribution, n_values=ct.n_values,
         n_annotators=int(ct.annotator_labels.size), n_unpairable=ct.n_unpairable,
-        diagnostics=_diagnostics(do, ex, ct),
+        diagnostics=_diagnostics(do, ex, ct) + interval_notes,
         _pair_codes=(pair_item, ct.annotator[oi], ct.annotator[oj]),
         _labels=(ct.item_labels, ct.annotator_labels),
     )
@@ -263,6 +266,47 @@ def _name_pair(exc: ValueError, ct: CodedTable, oi: np.ndarray, oj: np.ndarray) 
     return ValueError(f"{exc} (item {show(ct.item_labels[ct.item[oi[k]]])}, annotators "
                       f"{show(ct.annotator_labels[ct.annotator[oi[k]]])} and "
                       f"{show(ct.annotator_labels[ct.annotator[oj[k]]])})")
+
+
+_TOL = 1e-9
+
+
+def _guard_intervals(ci: dict[str, tuple[float, float]], point: dict[str, float],
+                     per_annotator: pd.DataFrame) -> list[str]:
+    """Null (NaN) every interval that does not contain its own estimate, and say why.
+
+    A percentile interval can miss its estimate when the estimate sits where the
+    bootstrap distribution has almost no mass (few items, a skewed statistic); such an
+    interval would mislead, so it is not shown.
+    """
+    notes = []
+    for name, (lo, hi) in list(ci.items()):
+        x = point.get(name, math.nan)
+        if not (math.isfinite(lo) and math.isfinite(hi) and math.isfinite(x)):
+            if math.isfinite(x):
+                ci[name] = (math.nan, math.nan)
+                notes.append(f"no interval for {name}: no bootstrap replicate defined it")
+            continue
+        if not lo - _TOL <= x <= hi + _TOL:
+            ci[name] = (math.nan, math.nan)
+            notes.append(f"no interval for {name}: the bootstrap interval [{lo:.4g}, {hi:.4g}] does not "
+                         f"contain the estimate {x:.4g} (too few items, or a very skewed resampling "
+                         "distribution)")
+    hidden = 0
+    for name in ("sigma", "alpha"):
+        lo_c, hi_c = f"{name}_ci_low", f"{name}_ci_high"
+        if lo_c not in per_annotator.columns or name not in per_annotator.columns:
+            continue
+        x = per_annotator[name].to_numpy(dtype=float)
+        lo, hi = per_annotator[lo_c].to_numpy(dtype=float), per_annotator[hi_c].to_numpy(dtype=float)
+        with np.errstate(invalid="ignore"):
+            bad = np.isfinite(x) & ~((lo - _TOL <= x) & (x <= hi + _TOL))
+        if bad.any():
+            per_annotator.loc[bad, [lo_c, hi_c]] = np.nan
+            hidden += int(bad.sum())
+    if hidden:
+        notes.append(f"{hidden} per-annotator interval(s) not shown: they did not contain their estimate")
+    return notes
 
 
 def _diagnostics(do: np.ndarray, ex: Expected, ct: CodedTable) -> list[str]:

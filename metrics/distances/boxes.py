@@ -11,10 +11,12 @@ Similarities per box pair (then combined over the two sets, see
 - ``iou``  = |a ∩ b| / |a ∪ b|; two zero-area boxes score 1 if identical, else 0.
 - ``giou`` = IoU − |C \\ (a ∪ b)| / |C| ∈ [−1, 1], with C the smallest enclosing convex
   object: the enclosing axis-aligned box when both boxes are axis-aligned (the paper's
-  box case), the convex hull of both boxes otherwise. It is mapped to a similarity in
-  [0, 1] as ``(1 + giou) / 2`` — so a single pair's distance is ``(1 − giou) / 2`` and
-  disjoint boxes keep GIoU's graded distance instead of being floored at 0 by the
-  best-match rule.
+  box case), the convex hull of both boxes otherwise. Used as the similarity itself, so
+  the best-match rule floors it at 0 as paper 000's code does: ``boxes.giou`` reproduces
+  its GIoU row (measures.md §4).
+- ``giou_graded`` = ``(1 + giou) / 2`` ∈ [0, 1]: a single pair's distance is
+  ``(1 − giou) / 2``, so disjoint boxes keep GIoU's graded distance (farther apart =
+  farther) instead of all being floored at 0. Our own variant, ``boxes.giou_graded``.
 - ``l2``   = max(0, 1 − (RMSE(a₀, b₀) + RMSE(a₂, b₂)) / scale) over the two opposite
   corners (top-left and bottom-right before rotation), the appendix's "L2" with its
   ``scale = 20`` (coordinate units) as default.
@@ -33,7 +35,7 @@ from .registry import register
 
 __all__ = ["BoxDistance", "box_corners", "box_pair_iou", "box_pair_giou"]
 
-SIMILARITIES = ("iou", "giou", "l2")
+SIMILARITIES = ("iou", "giou", "giou_graded", "l2")
 
 
 def box_corners(x: np.ndarray, y: np.ndarray, w: np.ndarray, h: np.ndarray,
@@ -79,7 +81,7 @@ class BoxDistance(MultiObjectDistance):
 
     Parameters
     ----------
-    similarity : {"iou", "giou", "l2"}
+    similarity : {"iou", "giou", "giou_graded", "l2"}
     combine : {"pooled", "directional", "hungarian"}
         See :mod:`.multi_object`; "pooled" is paper 000's Table 1 form.
     labels : {"strict", "ignore"}
@@ -134,7 +136,8 @@ class BoxDistance(MultiObjectDistance):
             return np.maximum(0.0, 1.0 - (e0 + e2) / (np.sqrt(2.0) * self.l2_scale))
         if self.sim_name == "iou":
             return box_pair_iou(d, a, b)
-        return (1.0 + box_pair_giou(d, a, b)) / 2.0
+        giou = box_pair_giou(d, a, b)
+        return (1.0 + giou) / 2.0 if self.sim_name == "giou_graded" else giou
 
 
 def _aligned_parts(d: dict, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

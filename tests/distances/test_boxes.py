@@ -15,6 +15,7 @@ from ls_agreement.metrics.distances.boxes import BoxDistance
 from ls_agreement.metrics.model import Box
 
 IOU, GIOU = get_distance("boxes.iou"), get_distance("boxes.giou")
+GRADED = get_distance("boxes.giou_graded")
 
 
 def shapely_box(b: Box) -> shapely.Polygon:
@@ -27,14 +28,17 @@ def test_overlapping_pair_by_hand():
     # intersection 1, union 4 + 4 - 1 = 7, enclosing box 3 x 3 = 9
     assert IOU(a, b) == pytest.approx(1 - 1 / 7, abs=1e-12)
     giou = 1 / 7 - (9 - 7) / 9
-    assert GIOU(a, b) == pytest.approx((1 - giou) / 2, abs=1e-12)
+    assert GRADED(a, b) == pytest.approx((1 - giou) / 2, abs=1e-12)
+    assert GIOU(a, b) == pytest.approx(1 - max(giou, 0.0), abs=1e-12)   # paper 000: floored at 0
 
 
 def test_disjoint_pair_giou_is_negative():
     a, b = (Box(0, 0, 1, 1),), (Box(2, 0, 1, 1),)
     assert IOU(a, b) == 1.0
     # union 2, enclosing 3 x 1: GIoU = 0 - 1/3
-    assert GIOU(a, b) == pytest.approx((1 + 1 / 3) / 2, abs=1e-12)
+    assert GRADED(a, b) == pytest.approx((1 + 1 / 3) / 2, abs=1e-12)
+    # paper 000's code floors each best match at 0: every disjoint pair is at distance 1
+    assert GIOU(a, b) == 1.0
 
 
 def test_rotated_pair_against_shapely():
@@ -45,7 +49,8 @@ def test_rotated_pair_against_shapely():
     giou = iou - (hull - pa.union(pb).area) / hull
     assert 0 < iou < 1
     assert IOU((a,), (b,)) == pytest.approx(1 - iou, abs=1e-12)
-    assert GIOU((a,), (b,)) == pytest.approx((1 - giou) / 2, abs=1e-12)
+    assert GRADED((a,), (b,)) == pytest.approx((1 - giou) / 2, abs=1e-12)
+    assert GIOU((a,), (b,)) == pytest.approx(1 - max(giou, 0.0), abs=1e-12)
 
 
 def test_rotation_90_equals_axis_aligned_box():
@@ -104,7 +109,10 @@ def test_batch_equals_one_by_one():
         np.testing.assert_allclose(batch, single, atol=1e-12)
 
 
-boxes = st.builds(Box, st.floats(-50, 50), st.floats(-50, 50), st.floats(0, 40), st.floats(0, 40),
+# sizes are 0 or at least 1e-6: below that shapely's rotated areas are float noise and the
+# reference below stops being symmetric (a vs b and b vs a disagree), not the code under test
+size = st.one_of(st.just(0.0), st.floats(1e-6, 40))
+boxes = st.builds(Box, st.floats(-50, 50), st.floats(-50, 50), size, size,
                   st.sampled_from([0.0, 0.0, 15.0, 45.0, 90.0, -30.0]), st.sampled_from(["a", "b"]))
 box_sets = st.lists(boxes, max_size=4).map(tuple)
 
@@ -132,3 +140,22 @@ def test_pooled_iou_against_shapely_brute_force(a, b):
         return pp.intersection(qq).area / u
     best = [max(iou(p, q) for q in b) for p in a] + [max(iou(q, p) for p in a) for q in b]
     assert IOU(a, b) == pytest.approx(1 - np.mean(best), abs=1e-7)
+
+
+def test_paper_giou_pools_best_matches_floored_at_zero():
+    """Paper 000's multi-box GIoU: every box's best GIoU in the other set, floored at 0, pooled."""
+    a = (Box(0, 0, 2, 2), Box(10, 0, 2, 2))
+    b = (Box(1, 1, 2, 2),)
+    g_near = 1 / 7 - (9 - 7) / 9            # (0,0,2,2) vs (1,1,2,2): negative GIoU
+    hull_far = 11 * 3                        # (10,0,2,2) vs (1,1,2,2): enclosing box x 1..12, y 0..3
+    g_far = 0 - (hull_far - 8) / hull_far
+    best_a = [max(g_near, 0.0), max(g_far, 0.0)]
+    best_b = [max(max(g_near, g_far), 0.0)]
+    assert GIOU(a, b) == pytest.approx(1 - np.mean(best_a + best_b), abs=1e-12)
+    graded = [(1 + g_near) / 2, (1 + g_far) / 2, (1 + max(g_near, g_far)) / 2]
+    assert GRADED(a, b) == pytest.approx(1 - np.mean(graded), abs=1e-12)
+
+
+def test_both_giou_forms_are_auto_candidates():
+    from ls_agreement.metrics import candidates
+    assert {"boxes.giou", "boxes.giou_graded"} <= set(candidates("boxes"))
