@@ -14,6 +14,7 @@ tasks over all controls.
 from __future__ import annotations
 
 import math
+import warnings as warnings_module
 from typing import Any, Iterable
 
 import numpy as np
@@ -306,8 +307,14 @@ def build_report(config_xml: str, tasks: list[dict], settings: ReportSettings | 
     controls: dict[str, dict] = {}
     notes: set[str] = set()
     for name, ctl in adapted.controls.items():
-        entry = control_report(ctl, settings)
-        _seed_measures(ctl, settings, entry)
+        # numpy/shapely warnings (a polygon repaired, an overflow near 1e308) become the
+        # control's report warnings instead of raw lines with source code on stderr
+        with warnings_module.catch_warnings(record=True) as caught:
+            warnings_module.simplefilter("always")
+            entry = control_report(ctl, settings)
+            _seed_measures(ctl, settings, entry)
+        for msg in dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in caught):
+            entry["warnings"].append(f"numerical warning while computing: {msg}")
         if keep is not None:
             entry["items"] = {k: v for k, v in entry["items"].items() if k in keep}
         warnings.extend(f"{name}: {w}" for w in entry["warnings"])

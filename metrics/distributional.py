@@ -217,7 +217,16 @@ def sigma_threshold(expected: np.ndarray | ExpectedDistribution, p: float = 0.05
     hi = float(dist.x[-1]) + _WINDOW * f.bw
     if f(hi) < p:
         return math.inf
-    root = brentq(lambda d: f(d) - p, 0.0, hi, xtol=1e-14, rtol=4 * np.finfo(float).eps, maxiter=500)
+    try:
+        root = brentq(lambda d: f(d) - p, 0.0, hi, xtol=1e-14, rtol=4 * np.finfo(float).eps, maxiter=500)
+    except (RuntimeError, ValueError):  # an extreme p (1e-300) can defeat Brent: plain bisection
+        lo_, hi_ = 0.0, hi
+        for _ in range(2000):
+            mid = 0.5 * (lo_ + hi_)
+            if mid in (lo_, hi_):
+                break
+            lo_, hi_ = (lo_, mid) if f(mid) >= p else (mid, hi_)
+        root = hi_
     # significance is F(d) < p: step to the side of the root where that switches
     for _ in range(64):
         if f(root) >= p:
