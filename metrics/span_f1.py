@@ -289,7 +289,8 @@ def span_f1_table(table: pd.DataFrame, n_tokens: Mapping[Any, int], model: str =
             pairs = [(anns[x], anns[y]) for x in range(len(anns)) for y in range(x + 1, len(anns))]
         for a, b in pairs:
             pa, pb = prof[a], prof[b]
-            for lab in set(pa) | set(pb):
+            # a fixed order: float sums must not depend on the hash seed (PYTHONHASHSEED)
+            for lab in sorted(set(pa) | set(pb), key=repr):
                 ta, tb = pa.get(lab), pb.get(lab)
                 if ta is not None and tb is not None:
                     tp, etp = float(ta[0] @ tb[0]), float(ta[1] @ tb[1])
