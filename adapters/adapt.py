@@ -24,7 +24,7 @@ import pandas as pd
 from . import choices, pairwise, ranking, regions, scalars, spans, text
 from .config import LabelingConfig, parse_config
 from .control import ControlData, candidate_distances, default_distance
-from .errors import AdapterError, BadValue, Problems, SuspectValue
+from .errors import AdapterError, BadValue, Problems, SuspectValue, show
 from .fields import MISSING
 from .tasks import select_annotations
 
@@ -45,11 +45,20 @@ class Adapted:
     n_tasks: int = 0
 
 
+_MAX_ID = 2 ** 63   # Label Studio's ids are 64-bit database keys
+
+
 def _task_id(task: dict, k: int, problems: Problems) -> Any:
     tid = task.get("id")
-    if type(tid) is int or (type(tid) is str and tid):
+    if type(tid) is int:
+        if -_MAX_ID <= tid < _MAX_ID:
+            return tid
+        problems.report(f"task id {show(tid)} out of range (Label Studio's ids are 64-bit)",
+                        field=f"tasks[{k}].id")
+        return None
+    if type(tid) is str and tid:
         return tid
-    problems.report(f"task id missing or not an int/string ({tid!r})", field=f"tasks[{k}].id")
+    problems.report(f"task id missing or not an int/string ({show(tid)})", field=f"tasks[{k}].id")
     return None
 
 
@@ -92,6 +101,8 @@ def adapt(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool =
     all_names = list(specs)
     all_multi = [n for n in all_names if multi[n]]
     handlers = {n: (fam[n].parse, fam[n].TYPES, s) for n, s in specs.items()}
+    # what a result's to_name may say: the control's object(s), or its own name (Pairwise)
+    to_ok = {n: frozenset((*s.to_name, s.object_name, n)) for n, s in specs.items()}
     seen: set = set()
     ids_as_text: dict[str, Any] = {}
     if not isinstance(tasks, (list, tuple)):
@@ -113,7 +124,7 @@ def adapt(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool =
         other = ids_as_text.get(str(tid))
         if other is not None:
             # every output keys tasks by their id as text: 1 and "1" would merge silently
-            raise AdapterError(f"task ids {other!r} and {tid!r} differ only in type (number vs string); "
+            raise AdapterError(f"task ids {show(other)} and {show(tid)} differ only in type (number vs string); "
                                "every report keys tasks by their id as text, so they cannot be told "
                                "apart: give the tasks distinct ids", task_id=tid, field=f"tasks[{k}].id")
         ids_as_text[str(tid)] = tid
@@ -148,7 +159,7 @@ def adapt(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool =
                 fn = res.get("from_name")
                 if type(fn) is not str:  # a list or dict would not even hash
                     problems.report("from_name missing or not a string" if fn is None else
-                                    f"from_name missing or not a string (a {type(fn).__name__})",
+                                    f"from_name missing or not a string (got {type(fn).__name__} {show(fn)})",
                                     task_id=tid, annotation_id=aid, field=f"result[{r}].from_name")
                     continue
                 bucket = got.get(fn)
@@ -164,9 +175,15 @@ def adapt(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool =
                                     field=f"result[{r}].value")
                     continue
                 rtype = res.get("type")
-                if rtype is not None and rtype not in types:
-                    problems.report(f"result type {rtype!r} does not fit control {fn!r} ({spec.tag})",
+                if rtype is not None and (type(rtype) is not str or rtype not in types):
+                    problems.report(f"result type {show(rtype)} does not fit control {fn!r} ({spec.tag})",
                                     task_id=tid, annotation_id=aid, field=f"result[{r}].type")
+                    continue
+                tn = res.get("to_name")
+                if tn is not None and (type(tn) is not str or tn not in to_ok[fn]):
+                    problems.report(f"to_name {show(tn)} is not the object of control {fn!r} "
+                                    f"({spec.object_name!r})", task_id=tid, annotation_id=aid,
+                                    field=f"result[{r}].to_name")
                     continue
                 try:
                     bucket.append(parse_fn(res, value, spec, data))
@@ -180,8 +197,8 @@ def adapt(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool =
                 except BadValue as exc:
                     problems.report(exc.message, task_id=tid, annotation_id=aid,
                                     field=f"result[{r}].{exc.field}")
-                except (ValueError, TypeError, AttributeError) as exc:  # model-level checks
-                    problems.report(str(exc) or type(exc).__name__, task_id=tid, annotation_id=aid,
+                except (ValueError, TypeError, AttributeError, ArithmeticError) as exc:  # model-level checks
+                    problems.report((str(exc) or type(exc).__name__)[:300], task_id=tid, annotation_id=aid,
                                     field=f"result[{r}].value")
             who = ann.annotator
             if ann.display and who not in names:
@@ -243,8 +260,10 @@ def _unplaced(res: dict, fn: Any, r: int, specs: dict, cfg: LabelingConfig, tid:
               ann: Any, problems: Problems) -> None:
     """A result whose control is unknown, unsupported, or does not apply to the task."""
     if fn in specs:
-        problems.warn(f"task {tid}: result for control {fn!r} but the task's data lacks "
-                      f"{specs[fn].data_keys}; ignored")
+        msg = f"result for control {fn!r} but the task's data lacks {specs[fn].data_keys}"
+        if problems.strict:
+            problems.report(msg, task_id=tid, annotation_id=ann.annotation_id, field=f"result[{r}].from_name")
+        problems.warn(f"task {tid}, annotation {ann.annotation_id}, field 'result[{r}].from_name': {msg}; ignored")
         return
     if isinstance(fn, str) and fn in cfg.skipped:
         return  # unsupported control: already warned once at config level
@@ -252,9 +271,9 @@ def _unplaced(res: dict, fn: Any, r: int, specs: dict, cfg: LabelingConfig, tid:
     if type(fn) is not str:
         problems.report("from_name missing or not a string", task_id=tid,
                         annotation_id=ann.annotation_id, field=f"result[{r}].from_name")
-    elif rtype is not None and rtype not in _KNOWN_TYPES and fn not in specs:
-        problems.report(f"unknown result type {rtype!r} for from_name {fn!r} not in the config",
+    elif rtype is not None and (type(rtype) is not str or rtype not in _KNOWN_TYPES):
+        problems.report(f"unknown result type {show(rtype)} for from_name {show(fn)} not in the config",
                         task_id=tid, annotation_id=ann.annotation_id, field=f"result[{r}].type")
     else:
-        problems.report(f"from_name {fn!r} is not a control of the labeling config",
+        problems.report(f"from_name {show(fn)} is not a control of the labeling config",
                         task_id=tid, annotation_id=ann.annotation_id, field=f"result[{r}].from_name")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .config import ControlSpec
-from .errors import BadValue, SuspectValue
+from .errors import BadValue, SuspectValue, show
 from .fields import MISSING
 
 __all__ = ["TYPES", "MULTI", "parse", "build", "is_multi"]
@@ -29,42 +29,48 @@ def _taxonomy(value: dict, spec: ControlSpec) -> frozenset:
     if type(paths) is not list:
         raise BadValue("value.taxonomy", "missing or not a list of paths")
     out = []
+    unknown = []
+    closed = spec.closed
     for k, path in enumerate(paths):
         if type(path) is str:
             path = [path]
         if type(path) is not list or not path or any(type(s) is not str for s in path):
             raise BadValue(f"value.taxonomy[{k}]", "a path must be a non-empty list of strings")
-        out.append("/".join(path))
+        joined = "/".join(path)
+        out.append(joined)
+        if closed and spec.unknown_path(path):   # walks the declared tree, level by level
+            unknown.append(joined)
     value_set = frozenset(out)
-    if spec.labels:
-        known = spec.known_labels
-        unknown = sorted(p for p in value_set if p not in known)
-        if unknown:
-            raise SuspectValue("value.taxonomy", f"path(s) {unknown} not in the config's taxonomy",
-                               value_set)
+    if unknown:
+        raise SuspectValue("value.taxonomy", f"path(s) {show(sorted(set(unknown)))} not in the "
+                           "config's taxonomy", value_set)
     return value_set
 
 
 def parse(result: dict, value: dict, spec: ControlSpec, data: Any) -> Any:
-    """One Choices/Taxonomy result: a string (single) or a frozenset (multiple)."""
+    """One Choices/Taxonomy result: a string (single) or a frozenset (multiple).
+
+    Choices loaded from task data (``value="$..."``) are open: any string is an answer.
+    """
     if spec.lower == "taxonomy":
         return _taxonomy(value, spec)
     ch = value.get("choices")
     if type(ch) is not list:
         raise BadValue("value.choices", "missing or not a list of strings")
-    for s in ch:
+    for k, s in enumerate(ch):
         if type(s) is not str:
-            raise BadValue("value.choices", "missing or not a list of strings")
+            raise BadValue(f"value.choices[{k}]", f"expected a string, got {type(s).__name__}")
+    known = spec.known if spec.closed else None
     if spec.multiple:
         val: Any = frozenset(ch)
-        unknown = sorted(val - spec.known_labels) if spec.labels else []
+        unknown = sorted(val - known) if known is not None else []
     else:
         if len(ch) != 1:
             raise BadValue("value.choices", f"a single-choice control needs exactly one choice, got {len(ch)}")
         val = ch[0]
-        unknown = [val] if spec.labels and val not in spec.known_labels else []
+        unknown = [val] if known is not None and val not in known else []
     if unknown:
-        raise SuspectValue("value.choices", f"choice(s) {unknown} not in the config", val)
+        raise SuspectValue("value.choices", f"choice(s) {show(unknown)} not in the config", val)
     return val
 
 

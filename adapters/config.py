@@ -9,10 +9,12 @@ closed answer set (labels, choices, taxonomy leaves, buckets) and its options
 """
 from __future__ import annotations
 
+import math
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
+from typing import Any
 
-from .errors import AdapterError
+from .errors import MAX_WARNINGS, AdapterError
 
 __all__ = ["ControlSpec", "ObjectSpec", "LabelingConfig", "parse_config",
            "SUPPORTED_CONTROLS", "UNSUPPORTED_CONTROLS"]
@@ -67,29 +69,45 @@ class ControlSpec:
     object_tags: list[str]            # their tag types, e.g. ["Image"]
     family: str                       # adapter module: regions|spans|text|choices|scalars|ranking|pairwise
     kind: str                         # value kind of the common model
-    labels: list[str] | None = None   # Label values / Choice values / taxonomy leaf paths
+    labels: list[str] | None = None   # answers as results hold them (alias or value); taxonomy leaf paths
     multiple: bool = False            # Choices choice="multiple"; Taxonomy is always multiple
     region: str | None = None         # rectangle|polygon|keypoint for image regions
     buckets: list[str] | None = None  # Ranker Bucket names, in config order
     attrs: dict[str, str] = field(default_factory=dict)   # the raw XML attributes, data only
     data_keys: list[str | None] = field(default_factory=list)  # task.data key per object
     scale: tuple[int, int] | None = None  # Rating: 1..maxRating, never materialized
+    number_range: tuple[float | None, float | None] = (None, None)  # Number: min, max
+    dynamic: bool = False             # answers loaded from task data (value="$..."/apiUrl): open
+    # Every answer the config declares (values and aliases). A Taxonomy keeps a tree
+    # instead (``taxonomy_tree``): name -> subtree, so that a path is checked by walking it,
+    # never by materializing every prefix of every leaf. Both are filled by parse_config
+    # from child tags only: no XML attribute ever reaches these names.
+    known: frozenset = field(default_factory=frozenset, repr=False)
+    taxonomy_tree: dict | None = field(default=None, repr=False)
 
     @property
     def known_labels(self) -> frozenset[str]:
-        """Every answer the config declares; for a Taxonomy every prefix of a leaf too,
-        since a selection may stop at an inner node. Computed once, never from attributes."""
-        cached = self.__dict__.get("_known")
-        if cached is None:
-            out: set[str] = set()
-            for leaf in self.labels or ():
-                if self.lower == "taxonomy":
-                    parts = leaf.split("/")
-                    out.update("/".join(parts[:k]) for k in range(1, len(parts) + 1))
-                else:
-                    out.add(leaf)
-            cached = self.__dict__["_known"] = frozenset(out)
-        return cached
+        """Every flat answer the config declares (empty when none is declared)."""
+        return self.known
+
+    @property
+    def closed(self) -> bool:
+        """True when answers outside the declared set are mistakes (not dynamic, some declared)."""
+        if self.dynamic:
+            return False
+        return bool(self.taxonomy_tree) if self.lower == "taxonomy" else bool(self.known)
+
+    def unknown_path(self, path: list[str]) -> bool:
+        """True when a Taxonomy path does not follow the declared tree (it may stop at an
+        inner node: a selection of a whole branch)."""
+        node = self.taxonomy_tree
+        if node is None:
+            return False
+        for part in path:
+            node = node.get(part)
+            if node is None:
+                return True
+        return False
 
     @property
     def object_name(self) -> str:
@@ -111,44 +129,119 @@ class LabelingConfig:
 
 
 _LISTED_SCALE = 100   # Rating answers listed (options) up to this maxRating
+# A Taxonomy's paths are listed: its leaves are the control's options, and every inner node
+# is an answer too (a selection may stop there). Past this many characters over the paths
+# of all its nodes (a tree thousands of levels deep: the path of each node repeats its
+# ancestors', so the total grows with the square of the depth) the control is refused: the
+# declared structure must not decide how much memory or time a report takes.
+TAXONOMY_BUDGET = 20_000_000
+_CHOICE_MODES = ("single", "single-radio", "multiple")
+
+
+class _Skip(Exception):
+    """A control the config declares wrongly: an error in strict mode, else skipped."""
+
+    def __init__(self, message: str, where: str) -> None:
+        super().__init__(message)
+        self.message, self.where = message, where
 
 
 def _bad(msg: str, field: str = "config") -> AdapterError:
     return AdapterError(f"invalid labeling config: {msg}", field=field)
 
 
-def _taxonomy_paths(node: ET.Element, prefix: tuple[str, ...]) -> list[str]:
-    """Leaf paths of a Taxonomy's nested Choice tree, joined with "/"."""
-    # an explicit stack: a config nested thousands of levels deep must not hit the
-    # interpreter's recursion limit
-    out: list[str] = []
-    stack: list[tuple[ET.Element, tuple[str, ...]]] = [(node, prefix)]
+def _answer(child: ET.Element) -> str | None:
+    """What a Choice/Label puts in results: its alias when it has one, else its value."""
+    return child.get("alias") or child.get("value")
+
+
+def _declared(node: ET.Element, child_tag: str, where: str, problem) -> tuple[list[str], set[str]]:
+    """The answers a control declares (in config order, each once) and every string that
+    stands for one of them in results (aliases and values)."""
+    labels: list[str] = []
+    known: set[str] = set()
+    for child in node.iter():
+        if child is node or not isinstance(child.tag, str) or child.tag.lower() != child_tag:
+            continue
+        ans = _answer(child)
+        if not ans:
+            problem(f"a {child.tag} without a value", where, "ignored")
+            continue
+        if ans in known:
+            problem(f"{child.tag} {ans[:80]!r} is declared twice", where, "counted once")
+            continue
+        labels.append(ans)
+        known.add(ans)
+        value = child.get("value")
+        if value:
+            known.add(value)
+    return labels, known
+
+
+def _taxonomy(node: ET.Element, where: str, problem) -> tuple[dict, list[str]]:
+    """A Taxonomy's tree (name -> subtree) and its leaf paths joined with "/".
+
+    An explicit stack with parent links: a tree nested thousands of levels deep hits no
+    recursion limit, and only leaves build their path string (within TAXONOMY_BUDGET).
+    """
+    tree: dict = {}
+    leaves: list[str] = []
+    seen: set[str] = set()
+    budget = TAXONOMY_BUDGET
+    # (element, its subtree, link to its path: (parent link, name) or None, path length)
+    stack: list[tuple[ET.Element, dict, Any, int]] = [(node, tree, None, 0)]
     while stack:
-        parent, path = stack.pop()
+        parent, sub, link, length = stack.pop()
         kids = []
         for child in parent:
             if not isinstance(child.tag, str) or child.tag.lower() != "choice":
                 continue
-            value = child.get("value") or child.get("alias")
-            if value is None:
-                raise _bad(f"Taxonomy Choice without value under {'/'.join(path) or 'root'}")
-            kids.append((child, path + (value,)))
-        if not kids and path != prefix:
-            out.append("/".join(path))
+            ans = _answer(child)
+            if not ans:
+                problem(f"a Taxonomy Choice without a value (depth {_depth(link) + 1})", where,
+                        "ignored with its branch")
+                continue
+            if "/" in ans:
+                problem(f"Taxonomy Choice {ans[:80]!r} contains '/', which joins the levels of a "
+                        "path in the report", where, "its paths may read ambiguously")
+            if ans in sub:
+                problem(f"Taxonomy Choice {ans[:80]!r} is declared twice at depth "
+                        f"{_depth(link) + 1}", where, "its branches are merged")
+                child_tree = sub[ans]
+            else:
+                child_tree = sub[ans] = {}
+                value = child.get("value")
+                if value and value != ans:
+                    sub.setdefault(value, child_tree)
+            node_length = length + len(ans) + 1
+            budget -= node_length
+            if budget < 0:
+                raise _Skip(f"Taxonomy too large: the paths of its choices exceed {TAXONOMY_BUDGET:,} "
+                            "characters in all (too deep or too wide)", where)
+            kids.append((child, child_tree, (link, ans), node_length))
+        if not kids and link is not None:
+            parts = []
+            while link is not None:
+                link, part = link
+                parts.append(part)
+            leaf = "/".join(reversed(parts))
+            if leaf not in seen:
+                seen.add(leaf)
+                leaves.append(leaf)
         stack.extend(reversed(kids))
-    return out
+    return tree, leaves
+
+
+def _depth(link: Any) -> int:
+    n = 0
+    while link is not None:
+        link, n = link[0], n + 1
+    return n
 
 
 def _children_values(node: ET.Element, child_tag: str) -> list[str]:
-    out: list[str] = []
-    for child in node.iter():
-        if child is not node and child.tag.lower() == child_tag:
-            value = child.get("value")
-            if value is None:
-                value = child.get("alias")
-            if value is not None:
-                out.append(value)
-    return out
+    """Answers of a control's child tags (kept for callers outside this module)."""
+    return _declared(node, child_tag, "", lambda *a: None)[0]
 
 
 def parse_config(xml: str, *, strict: bool = False) -> LabelingConfig:
@@ -159,7 +252,10 @@ def parse_config(xml: str, *, strict: bool = False) -> LabelingConfig:
     xml : str
         The labeling config as stored in the project (``label_config``).
     strict : bool
-        Unknown control tags raise instead of being skipped with a warning.
+        Config mistakes that leave the config usable (an unknown control tag, a control on
+        the wrong kind of object, a Pairwise without two objects, a Number range that is
+        not numbers, answers declared twice or without a value, ...) raise instead of
+        being skipped or ignored with a warning naming the tag and attribute.
 
     Returns
     -------
@@ -168,18 +264,31 @@ def parse_config(xml: str, *, strict: bool = False) -> LabelingConfig:
     Raises
     ------
     AdapterError
-        Not XML, no control tag, a control without ``name``/``toName``, duplicate
-        names, or a ``toName`` naming no object tag (always, whatever ``strict``).
+        Not XML, no usable control tag, a control without ``name``/``toName``, duplicate
+        names, a ``toName`` naming no object tag, a bad ``maxRating`` (always, whatever
+        ``strict``).
     """
-    if not isinstance(xml, str) or not xml.strip():
+    if not isinstance(xml, str) or not xml.strip().lstrip("\ufeff"):
         raise _bad("empty or not a string")
     try:
-        root = ET.fromstring(xml)
+        root = ET.fromstring(xml.lstrip().lstrip("\ufeff"))   # a byte-order mark is not XML
     except ET.ParseError as exc:
         raise _bad(f"not well-formed XML ({exc})") from None
     objects: dict[str, ObjectSpec] = {}
     raw_controls: list[ET.Element] = []
     warnings: list[str] = []
+
+    dropped = 0
+
+    def problem(msg: str, where: str, consequence: str) -> None:
+        nonlocal dropped
+        if strict:
+            raise _bad(msg, where)
+        if len(warnings) < MAX_WARNINGS:
+            warnings.append(f"{where}: {msg}; {consequence}")
+        else:
+            dropped += 1
+
     for node in root.iter():
         if not isinstance(node.tag, str):
             continue  # comments / processing instructions
@@ -202,7 +311,7 @@ def parse_config(xml: str, *, strict: bool = False) -> LabelingConfig:
         where = f"config.{node.tag}[name={name}]"
         if not name:
             raise _bad(f"{node.tag} without a name attribute", f"config.{node.tag}")
-        if name in controls:
+        if name in controls or name in skipped:
             raise _bad(f"two control tags named {name!r}", where)
         if low in UNSUPPORTED_CONTROLS:
             warnings.append(f"control {name!r} ({node.tag}) is not supported by ls-agreement; skipped")
@@ -220,16 +329,30 @@ def parse_config(xml: str, *, strict: bool = False) -> LabelingConfig:
             raise _bad(f"{node.tag} {name!r} has no toName", where)
         to_name = [t.strip() for t in to_attr.split(",") if t.strip()]
         missing = [t for t in to_name if t not in objects]
-        if missing:
-            raise _bad(f"{node.tag} {name!r} points to unknown object(s) {missing}", where)
-        spec = _make_spec(node, name, to_name, [objects[t].tag for t in to_name], objects, root)
+        if missing or not to_name:
+            raise _bad(f"{node.tag} {name!r} points to unknown object(s) {missing or [to_attr]}", where)
+        if name in objects:
+            problem(f"control {name!r} has the name of an object tag (names must be unique)",
+                    where, "kept")
+        try:
+            spec = _make_spec(node, name, to_name, [objects[t].tag for t in to_name], objects, root,
+                              where, problem)
+        except _Skip as exc:
+            if strict:
+                raise _bad(exc.message, exc.where) from None
+            warnings.append(f"{exc.where}: {exc.message}; control {name!r} skipped")
+            skipped.add(name)
+            continue
         if spec is None:
             warnings.append(f"control {name!r} ({node.tag} on {to_attr}) is not supported; skipped")
             skipped.add(name)
             continue
         controls[name] = spec
+    if dropped:
+        warnings.append(f"... and {dropped} more config warnings")
     if not controls:
-        raise _bad("no supported control tag")
+        why = "; ".join(w for w in warnings if "skipped" in w)[:600]
+        raise _bad("no supported control tag" + (f" ({why})" if why else ""))
     return LabelingConfig(controls=controls, objects=objects, warnings=warnings, skipped=skipped)
 
 
@@ -245,21 +368,57 @@ def _image_region_of(obj: str, root: ET.Element) -> str | None:
     return found[0] if found else None
 
 
+def _range_bound(node: ET.Element, key: str, where: str, problem) -> float | None:
+    raw = node.get(key)
+    if raw is None or raw.strip() == "":
+        return None
+    try:
+        v = float(raw) if len(raw) <= 40 else math.nan
+    except ValueError:
+        v = math.nan
+    if not math.isfinite(v):
+        problem(f"{key}={raw[:40]!r} is not a finite number", f"{where}.{key}", "the range is ignored")
+        raise _NoRange
+    return v
+
+
+class _NoRange(Exception):
+    pass
+
+
 def _make_spec(node: ET.Element, name: str, to_name: list[str], object_tags: list[str],
-               objects: dict[str, ObjectSpec], root: ET.Element) -> ControlSpec | None:
+               objects: dict[str, ObjectSpec], root: ET.Element, where: str,
+               problem) -> ControlSpec | None:
     low = node.tag.lower()
     family = SUPPORTED_CONTROLS[low]
     attrs = dict(node.attrib)
     obj_low = object_tags[0].lower()
+    for t in to_name:
+        if objects[t].data_key == "":
+            raise _Skip(f"object {t!r} reads the empty data key '$'", f"config.{objects[t].tag}[name={t}].value")
     spec = ControlSpec(name=name, tag=node.tag, to_name=to_name, object_tags=object_tags,
                        family=family, kind="", attrs=attrs,
                        data_keys=[objects[t].data_key for t in to_name])
+    dyn = node.get("value")
+    spec.dynamic = bool(dyn) and dyn.startswith("$")   # Labels/Choices loaded from task data
+    if low == "taxonomy" and node.get("apiUrl"):
+        spec.dynamic = True
+
+    def closed_set(child_tag: str, what: str) -> list[str]:
+        labels, known = _declared(node, child_tag, where, problem)
+        if not labels and not spec.dynamic:
+            problem(f"{node.tag} {name!r} declares no {what}", where, "any value is accepted")
+        spec.known = frozenset(known)
+        return labels
+
+    if family == "regions" and obj_low != "image":
+        raise _Skip(f"{node.tag} needs an Image object, but {to_name[0]!r} is a {object_tags[0]}",
+                    f"{where}.toName")
     if family == "regions":
         region = low.replace("labels", "")
         spec.region, spec.kind = region, _REGION_KIND[region]
-        spec.labels = _children_values(node, "label") if low.endswith("labels") else None
+        spec.labels = closed_set("label", "labels") if low.endswith("labels") else None
     elif family == "labels":  # Labels: spans on text, regions on images
-        spec.labels = _children_values(node, "label")
         if obj_low in ("text", "hypertext"):
             spec.family, spec.kind = "spans", "spans"
         elif obj_low == "image":
@@ -267,16 +426,29 @@ def _make_spec(node: ET.Element, name: str, to_name: list[str], object_tags: lis
             spec.family, spec.region, spec.kind = "regions", region, _REGION_KIND[region]
         else:
             return None
+        spec.labels = closed_set("label", "labels")
     elif family == "spans":
-        spec.labels, spec.kind = _children_values(node, "label"), "spans"
+        spec.labels, spec.kind = closed_set("label", "labels"), "spans"
     elif family == "text":
         spec.kind = "text"
     elif family == "choices":
         if low == "taxonomy":
-            spec.labels, spec.multiple, spec.kind = _taxonomy_paths(node, ()), True, "set"
+            if node.get("value", "").startswith("$"):
+                spec.dynamic = True
+            tree, leaves = _taxonomy(node, where, problem)
+            if not leaves and not spec.dynamic:
+                problem(f"Taxonomy {name!r} declares no choices", where, "any path is accepted")
+            spec.labels, spec.multiple, spec.kind = leaves, True, "set"
+            spec.taxonomy_tree = tree if leaves and not spec.dynamic else None
         else:
-            spec.labels = _children_values(node, "choice") or None  # dynamic choices: open
-            spec.multiple = (node.get("choice") or "single").lower() == "multiple"
+            spec.labels = closed_set("choice", "choices") or None  # dynamic choices: open
+            raw = node.get("choice") or "single"
+            mode = raw.lower()
+            if mode not in _CHOICE_MODES:
+                problem(f"choice={raw[:40]!r}; expected one of {', '.join(_CHOICE_MODES)}",
+                        f"{where}.choice", "taken as single")
+                mode = "single"
+            spec.multiple = mode == "multiple"
             spec.kind = "set" if spec.multiple else "scalar"
     elif family == "scalars":
         spec.kind = "scalar"
@@ -292,12 +464,39 @@ def _make_spec(node: ET.Element, name: str, to_name: list[str], object_tags: lis
             spec.scale = (1, top)   # checks use the range: maxRating may be 10^8
             # the answers are listed only for a scale a person could use
             spec.labels = [str(k) for k in range(1, top + 1)] if top <= _LISTED_SCALE else None
+        elif low == "number":
+            try:
+                lo, hi = _range_bound(node, "min", where, problem), _range_bound(node, "max", where, problem)
+            except _NoRange:
+                lo = hi = None
+            if lo is not None and hi is not None and lo > hi:
+                problem(f"min ({lo:g}) is above max ({hi:g})", f"{where}.min", "the range is ignored")
+                lo = hi = None
+            spec.number_range = (lo, hi)
     elif family == "ranking":
+        if obj_low != "list":
+            raise _Skip(f"Ranker needs a List object, but {to_name[0]!r} is a {object_tags[0]}",
+                        f"{where}.toName")
         spec.kind = "ranking"
-        buckets = [b.get("name") or b.get("value") or "" for b in node if isinstance(b.tag, str)
-                   and b.tag.lower() == "bucket"]
+        buckets: list[str] = []
+        for b in node:
+            if not isinstance(b.tag, str) or b.tag.lower() != "bucket":
+                continue
+            bname = b.get("name") or b.get("value")
+            if not bname:
+                problem("a Bucket without a name", where, "ignored")
+            elif bname == "_":
+                problem("a Bucket named '_', the key Label Studio uses for the items left out "
+                        "of every bucket", where, "ignored")
+            elif bname in buckets:
+                problem(f"Bucket {bname[:80]!r} is declared twice", where, "counted once")
+            else:
+                buckets.append(bname)
         spec.buckets = buckets or None
         spec.labels = buckets or None
     elif family == "pairwise":
+        if len(to_name) != 2:
+            raise _Skip(f"Pairwise needs exactly two objects in toName, got {len(to_name)}",
+                        f"{where}.toName")
         spec.kind, spec.labels = "pairwise", ["left", "right"]
     return spec

@@ -7,27 +7,64 @@ result or item is skipped and a warning is collected.
 """
 from __future__ import annotations
 
+import reprlib
 from typing import Any
 
-__all__ = ["AdapterError", "Problems", "BadValue", "SuspectValue", "MAX_WARNINGS"]
+__all__ = ["AgreementError", "BadInput", "AdapterError", "Problems", "BadValue", "SuspectValue",
+           "MAX_WARNINGS", "show"]
 
 # Past this many detailed warnings per collector only a count is kept: a broken
 # 100k-task export must not produce a 100k-line report.
 MAX_WARNINGS = 200
 
 
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxlist, _REPR.maxtuple, _REPR.maxdict = 2, 6, 6, 4
+_REPR.maxset = _REPR.maxfrozenset = 6
+_REPR.maxstring, _REPR.maxother, _REPR.maxlong = 60, 60, 30
+
+
+def show(value: Any, limit: int = 80) -> str:
+    """A short repr for messages: a 400-digit number, a 1 MB string or a list of a million
+    items from a hostile export must not end up whole in an error or in the report."""
+    if type(value) is int and value.bit_length() > 100:
+        return f"{'-' if value < 0 else ''}<an integer of about {int(value.bit_length() * 0.30103) + 1} digits>"
+    try:
+        text = _REPR.repr(value)
+    except Exception:  # e.g. an int past Python's digit limit inside a list
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _short(id_: Any) -> str:
+    text = id_ if type(id_) is str else show(id_)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 def _where(task_id: Any, annotation_id: Any, field: str | None) -> str:
     parts = []
     if task_id is not None:
-        parts.append(f"task {task_id}")
+        parts.append(f"task {_short(task_id)}")
     if annotation_id is not None:
-        parts.append(f"annotation {annotation_id}")
+        parts.append(f"annotation {_short(annotation_id)}")
     if field:
         parts.append(f"field {field!r}")
     return ", ".join(parts)
 
 
-class AdapterError(ValueError):
+class AgreementError(Exception):
+    """Every error raised on purpose; ``exit_code`` is what the command line returns."""
+
+    exit_code = 1
+
+
+class BadInput(AgreementError, ValueError):
+    """Bad input (export, labeling config, settings, command-line value): exit code 2."""
+
+    exit_code = 2
+
+
+class AdapterError(BadInput):
     """Bad Label Studio input: names the task id, annotation id and field when known.
 
     Attributes

@@ -6,9 +6,9 @@ from typing import Any
 
 from ls_agreement.metrics.model import Box, Keypoint, Polygon, Span
 
-from .errors import BadValue
+from .errors import BadValue, show
 
-__all__ = ["MISSING", "number", "nonneg", "string", "str_list", "labels_of", "label_key",
+__all__ = ["MISSING", "number", "nonneg", "string", "str_list", "labels_of", "labels_key", "label_key",
            "make_box", "make_keypoint", "make_polygon", "make_span", "COORD_LIMIT"]
 
 
@@ -39,10 +39,10 @@ def number(value: dict, key: str) -> float:
             raise BadValue(f"value.{key}", f"not finite ({v!r})")
     elif t is int:
         if not -COORD_LIMIT <= v <= COORD_LIMIT:  # before float(): a 400-digit int overflows it
-            raise BadValue(f"value.{key}", f"out of range ({str(v)[:20]}...)")
+            raise BadValue(f"value.{key}", f"out of range ({show(v)})")
         v = float(v)
     else:
-        raise BadValue(f"value.{key}", f"expected a number, got {type(v).__name__} {v!r}"[:120])
+        raise BadValue(f"value.{key}", f"expected a number, got {type(v).__name__} {show(v)}")
     if -COORD_LIMIT <= v <= COORD_LIMIT:
         return v
     raise BadValue(f"value.{key}", f"out of range ({v!r})")
@@ -81,27 +81,32 @@ def str_list(value: dict, key: str) -> list[str]:
     return v
 
 
+def labels_key(value: dict, key: str) -> str:
+    """Where a result keeps its labels: ``key`` (``rectanglelabels``, ...) or ``labels``."""
+    return key if value.get(key) is not None or value.get("labels") is None else "labels"
+
+
 def labels_of(value: dict, key: str) -> list[str] | None:
     """Labels under ``key`` (or the generic ``labels``), None when absent."""
+    key = labels_key(value, key)
     v = value.get(key)
-    if v is None and key != "labels":
-        v = value.get("labels")
-        key = "labels"
     if v is None:
         return None
     if type(v) is not list:
-        raise BadValue(f"value.{key}", "labels must be a list of strings")
-    for s in v:
+        raise BadValue(f"value.{key}", f"labels must be a list of strings, got {type(v).__name__}")
+    for k, s in enumerate(v):
         if type(s) is not str:
-            raise BadValue(f"value.{key}", "labels must be a list of strings")
+            raise BadValue(f"value.{key}[{k}]", f"a label must be a string, got {type(s).__name__}")
     return v
 
 
 def undeclared(labels: list[str] | None, spec: Any) -> list[str]:
-    """Labels the config does not declare (none when the config's labels are dynamic)."""
-    if not labels or not spec.labels or spec.attrs.get("value", "").startswith("$"):
+    """Labels the config does not declare (none when the config's labels are dynamic,
+    ``value="$..."``, or when it declares none)."""
+    if not labels or not spec.closed:
         return []
-    return sorted(set(labels) - spec.known_labels)
+    known = spec.known
+    return sorted({s for s in labels if s not in known})
 
 
 def label_key(labels: list[str] | None) -> str | None:

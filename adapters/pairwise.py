@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .config import ControlSpec
-from .errors import BadValue
+from .errors import BadValue, show
 from .fields import MISSING
 
 __all__ = ["TYPES", "MULTI", "parse", "build"]
@@ -31,13 +31,13 @@ def parse(result: dict, value: dict, spec: ControlSpec, data: Any) -> str:
         if type(inner) is dict:
             field = "value.pairwise.selected"
     if type(sel) is not str:
-        raise BadValue(field, f"expected 'left' or 'right', got {sel!r}"[:120])
+        raise BadValue(field, f"expected 'left' or 'right', got {show(sel)}")
     low = sel.lower()
     if low in ("left", "right"):
         return low
     if sel in spec.to_name and len(spec.to_name) == 2:
         return "left" if sel == spec.to_name[0] else "right"
-    raise BadValue(field, f"expected 'left' or 'right', got {sel!r}"[:120])
+    raise BadValue(field, f"expected 'left' or 'right', got {show(sel)}")
 
 
 def build(parts: list, spec: ControlSpec, state: Any = None) -> Any:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from .config import ControlSpec
-from .errors import BadValue, SuspectValue
+from .errors import BadValue, SuspectValue, show
 from .fields import MISSING
 
 __all__ = ["TYPES", "MULTI", "parse", "build"]
@@ -43,7 +43,7 @@ def _list_ids(spec: ControlSpec, data: Any) -> set[str] | None:
         return None
     ids = set()
     for item in data[key]:
-        if type(item) is dict and item.get("id") is not None:
+        if type(item) is dict and type(item.get("id")) in (str, int):
             ids.add(str(item["id"]))
     return ids or None
 
@@ -64,22 +64,24 @@ def parse(result: dict, value: dict, spec: ControlSpec, data: Any) -> tuple:
         names = tuple(spec.buckets) + ("_",)
         extra = [k for k in rk if k not in names]
         if extra:
-            raise BadValue("value.ranker", f"unknown bucket(s) {extra}")
+            raise BadValue("value.ranker", f"unknown bucket(s) {show(extra)}")
         val: tuple = tuple(_ids(rk.get(b, []), f"value.ranker.{b}") for b in names)
         flat = [i for g in val for i in g]
     else:
         key = spec.name if spec.name in rk else (next(iter(rk)) if len(rk) == 1 else None)
         if key is None:
-            raise BadValue("value.ranker", f"no ranking under {spec.name!r}")
+            raise BadValue("value.ranker", f"no ranking under {spec.name!r} (keys {show(list(rk))})")
         val = _ids(rk[key], f"value.ranker.{key}")
         flat = list(val)
     if len(set(flat)) != len(flat):
-        raise BadValue("value.ranker", "an item is ranked more than once")
+        seen: set = set()
+        twice = next(i for i in flat if i in seen or seen.add(i))
+        raise BadValue("value.ranker", f"item {show(twice)} is ranked more than once")
     known = _list_ids(spec, data)
     if known is not None:
         unknown = sorted(set(flat) - known)
         if unknown:
-            raise SuspectValue("value.ranker", f"item(s) {unknown} not in the task's list", val)
+            raise SuspectValue("value.ranker", f"item(s) {show(unknown)} not in the task's list", val)
     return val
 
 

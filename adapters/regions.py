@@ -13,9 +13,11 @@ from __future__ import annotations
 from typing import Any
 
 from .config import ControlSpec
-from .errors import BadValue, SuspectValue
-from .fields import (finite_or_none, label_key, labels_of, undeclared, make_box, make_keypoint, make_polygon, nonneg,
-                     number)
+from .errors import BadValue, SuspectValue, show
+from .fields import (IMAGE_LIMIT, finite_or_none, label_key, labels_key, labels_of, undeclared, make_box, make_keypoint,
+                     make_polygon, nonneg, number)
+
+_LABEL_KEY = {"rectangle": "rectanglelabels", "polygon": "polygonlabels", "keypoint": "keypointlabels"}
 
 __all__ = ["TYPES", "MULTI", "parse", "plan", "build"]
 
@@ -56,6 +58,9 @@ def parse(result: dict, value: dict, spec: ControlSpec, data: Any) -> tuple:
                 out.append((number({"x": p[0]}, "x"), number({"y": p[1]}, "y")))
             except BadValue as exc:
                 raise BadValue(f"value.points[{k}]", exc.message) from None
+        if len(set(out)) < 3:
+            raise BadValue("value.points", f"a polygon needs at least 3 distinct points, got "
+                           f"{len(set(out))}")
         geom = (tuple(out),)
     else:
         labels = labels_of(value, "keypointlabels")
@@ -64,13 +69,15 @@ def parse(result: dict, value: dict, spec: ControlSpec, data: Any) -> tuple:
     ow = result.get("original_width")
     oh = result.get("original_height")
     if ow is not None or oh is not None:
-        ow, oh = finite_or_none(ow), finite_or_none(oh)
-        if ow is None or oh is None:
-            raise BadValue("original_width", "image size must be positive finite numbers (pixels)")
+        for key, raw in (("original_width", ow), ("original_height", oh)):
+            if finite_or_none(raw) is None:
+                raise BadValue(key, f"image size must be a positive number of pixels up to "
+                               f"{IMAGE_LIMIT:g}, got {show(raw)}")
+        ow, oh = float(ow), float(oh)
     unknown = undeclared(labels, spec)
     if unknown:
-        raise SuspectValue(f"value.{spec.region}labels", f"label(s) {unknown} not in the config",
-                           (label, geom, ow, oh))
+        raise SuspectValue(f"value.{labels_key(value, _LABEL_KEY[region])}",
+                           f"label(s) {show(unknown)} not in the config", (label, geom, ow, oh))
     return (label, geom, ow, oh)
 
 

@@ -8,12 +8,11 @@ the first instant of the period), so that interval distances compare them.
 from __future__ import annotations
 
 import math
-import sys
 from datetime import datetime, time, timezone
 from typing import Any
 
 from .config import ControlSpec
-from .errors import BadValue, SuspectValue
+from .errors import BadValue, SuspectValue, show
 from .fields import MISSING
 
 __all__ = ["TYPES", "MULTI", "parse", "build", "parse_datetime"]
@@ -41,19 +40,25 @@ def parse_datetime(text: str) -> float:
     return dt.timestamp()
 
 
-_MAX_FLOAT = int(sys.float_info.max)
+# Beyond this a number is garbage: differences and squares of such values (interval and
+# ratio distances, bootstrap sums) would overflow float64 to inf.
+_MAX_INT = 10 ** 15
 
 
 def _number(v: Any, field: str) -> float | int:
     if type(v) is int:
-        if abs(v) > _MAX_FLOAT:  # a 400-digit integer: no float holds it, the metrics could not
-            raise BadValue(field, f"number too large ({str(v)[:20]}... with {len(str(v))} digits)")
+        if abs(v) > _MAX_INT:  # a 400-digit integer: no float holds it, the metrics could not
+            raise BadValue(field, f"number too large ({show(v)}; at most {_MAX_INT:.0e})")
         return v
     if type(v) is float:
         if not math.isfinite(v):
             raise BadValue(field, f"not finite ({v!r})")
+        if abs(v) > _MAX_INT:
+            raise BadValue(field, f"number too large ({v!r}; at most {_MAX_INT:.0e})")
         return v
-    raise BadValue(field, f"expected a number, got {type(v).__name__} {v!r}"[:120])
+    if v is None:
+        raise BadValue(field, "missing")
+    raise BadValue(field, f"expected a number, got {type(v).__name__} {show(v)}")
 
 
 def parse(result: dict, value: dict, spec: ControlSpec, data: Any) -> float | int:
@@ -73,17 +78,14 @@ def parse(result: dict, value: dict, spec: ControlSpec, data: Any) -> float | in
             raise BadValue("value.rating", f"a rating must be an integer, got {v!r}")
         v = int(v)
         if spec.scale and not spec.scale[0] <= v <= spec.scale[1]:
-            raise SuspectValue("value.rating", f"rating {v} outside {spec.scale[0]}..{spec.scale[1]}", v)
+            raise SuspectValue("value.rating", f"rating {show(v)} outside {spec.scale[0]}..{spec.scale[1]}", v)
         return v
     if low == "number":
         v = _number(value.get("number"), "value.number")
-        lo, hi = spec.attrs.get("min"), spec.attrs.get("max")
-        try:
-            out = (lo is not None and v < float(lo)) or (hi is not None and v > float(hi))
-        except ValueError:
-            out = False
-        if out:
-            raise SuspectValue("value.number", f"{v} outside the config's range [{lo}, {hi}]", v)
+        lo, hi = spec.number_range   # parsed (and checked) with the config
+        if (lo is not None and v < lo) or (hi is not None and v > hi):
+            raise SuspectValue("value.number", f"{show(v)} outside the config's range "
+                               f"[{'' if lo is None else f'{lo:g}'}, {'' if hi is None else f'{hi:g}'}]", v)
         return v
     for key in ("datetime", "date", "time", "year", "month"):
         raw = value.get(key)
@@ -94,11 +96,13 @@ def parse(result: dict, value: dict, spec: ControlSpec, data: Any) -> float | in
     if type(raw) is int and key == "year":
         raw = str(raw)
     if type(raw) is not str:
-        raise BadValue(f"value.{key}", f"expected a date string, got {type(raw).__name__}")
+        raise BadValue(f"value.{key}", f"expected a date string, got {type(raw).__name__} {show(raw)}")
+    if len(raw) > 64:
+        raise BadValue(f"value.{key}", f"not a date/time: {show(raw)}")
     try:
         return parse_datetime(raw)
-    except ValueError as exc:
-        raise BadValue(f"value.{key}", f"unparsable date/time {raw!r} ({exc})"[:160]) from None
+    except (ValueError, OverflowError) as exc:
+        raise BadValue(f"value.{key}", f"unparsable date/time {show(raw)} ({exc})") from None
 
 
 def build(parts: list, spec: ControlSpec, state: Any = None) -> Any:

@@ -104,7 +104,12 @@ def _span_answers(value: Any) -> frozenset:
 def _closed_options(control: Any, table: pd.DataFrame, taxonomy: bool) -> list[str]:
     opts = list(control.options or [])
     if taxonomy:  # a selection may stop at an inner node: every prefix is an answer
-        prefixes = {"/".join(p.split("/")[:k]) for p in opts for k in range(1, p.count("/") + 2)}
+        prefixes: set[str] = set()
+        for p in opts:  # longest prefix first, stopping at one already seen: each built once
+            cut = len(p)
+            while cut >= 0 and p[:cut] not in prefixes:
+                prefixes.add(p[:cut])
+                cut = p.rfind("/", 0, cut)
         opts = sorted(prefixes)
     seen = set(opts)
     for v in table["value"]:

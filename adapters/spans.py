@@ -16,8 +16,8 @@ from ls_agreement.metrics.model import Span as _Span
 from ls_agreement.metrics.tokens import char_spans_to_tokens
 
 from .config import ControlSpec
-from .errors import BadValue, SuspectValue
-from .fields import label_key, labels_of, make_span, undeclared
+from .errors import BadValue, SuspectValue, show
+from .fields import label_key, labels_key, labels_of, make_span, undeclared
 
 if TYPE_CHECKING:
     from ls_agreement.metrics.model import Span
@@ -31,15 +31,22 @@ TYPES = {"labels", "hypertextlabels"}
 MULTI = True
 
 
-def _offset(value: dict, key: str) -> int:
+# No text is longer than this (a JavaScript string holds at most 2^30 UTF-16 units): a
+# larger offset is garbage, and span distances must not see it when the text is unknown.
+MAX_OFFSET = 2 ** 31
+
+
+def _offset(value: dict, key: str, where: str = "value") -> int:
     v = value.get(key)
     if type(v) is int:
         if v < 0:
-            raise BadValue(f"value.{key}", f"negative offset ({v})")
+            raise BadValue(f"{where}.{key}", f"negative offset ({show(v)})")
+        if v > MAX_OFFSET:
+            raise BadValue(f"{where}.{key}", f"offset {show(v)} out of range (above 2^31)")
         return v
-    if type(v) is float and v == v and v - v == 0.0 and v == int(v) and v >= 0:
+    if type(v) is float and v == v and v - v == 0.0 and v == int(v) and 0 <= v <= MAX_OFFSET:
         return int(v)
-    raise BadValue(f"value.{key}", f"expected a non-negative integer offset, got {v!r}"[:120])
+    raise BadValue(f"{where}.{key}", f"expected a non-negative integer offset, got {show(v)}")
 
 
 def object_text(spec: ControlSpec, data: Any) -> str | None:
@@ -63,7 +70,9 @@ def parse(result: dict, value: dict, spec: ControlSpec, data: Any) -> "Span":
     if "startOffset" in value or "globalOffsets" in value:
         glob = value.get("globalOffsets")
         if type(glob) is dict:
-            start, end = _offset(glob, "start"), _offset(glob, "end")
+            start, end = _offset(glob, "start", "value.globalOffsets"), _offset(glob, "end", "value.globalOffsets")
+        elif glob is not None:
+            raise BadValue("value.globalOffsets", f"expected an object, got {type(glob).__name__}")
         elif value.get("start") == value.get("end"):
             start, end = _offset(value, "startOffset"), _offset(value, "endOffset")
         else:
@@ -82,7 +91,8 @@ def parse(result: dict, value: dict, spec: ControlSpec, data: Any) -> "Span":
     span = make_span(start, end, label_key(labels), snippet if type(snippet) is str else None)
     unknown = undeclared(labels, spec)
     if unknown:
-        raise SuspectValue(f"value.{key}", f"label(s) {unknown} not in the config", span)
+        raise SuspectValue(f"value.{labels_key(value, key)}", f"label(s) {show(unknown)} not in the config",
+                           span)
     return span
 
 

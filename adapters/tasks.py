@@ -14,14 +14,16 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable
 
-from .errors import AdapterError, Problems
+from .errors import AdapterError, Problems, show
 
-__all__ = ["Annotation", "load_export", "parse_export", "annotator_of", "select_annotations"]
+__all__ = ["Annotation", "load_export", "decode_export", "parse_export", "annotator_of",
+           "select_annotations"]
 
 _USE_JSON = "use Label Studio's JSON export (Export -> JSON) or a snapshot export"
 
@@ -57,22 +59,49 @@ def load_export(path: str | Path) -> list[dict]:
         raw = p.read_bytes()
     except OSError as exc:
         raise AdapterError(f"cannot read export {str(p)!r}: {exc.strerror or exc}") from None
-    # a byte-order mark is not content: JSON after it is still JSON
-    head = raw[:4096].lstrip(b"\xef\xbb\xbf\xff\xfe\x00").lstrip()
-    first_line = head.split(b"\n", 1)[0]
-    csv_like = head[:1] not in (b"[", b"{") and (b"," in first_line or b"\t" in first_line)
+    text = decode_export(raw, p.name)
+    del raw
+    # sniffed on the decoded text: a byte-order mark or UTF-16 is not a CSV
+    head = text[:4096].lstrip()
+    first_line = head.split("\n", 1)[0]
+    csv_like = head[:1] not in ("[", "{", "") and ("," in first_line or "\t" in first_line)
     if p.suffix.lower() in (".csv", ".tsv") or csv_like:
         raise AdapterError(f"{p.name} looks like a CSV/TSV export, which is not supported: {_USE_JSON}")
     try:
-        data = json.loads(raw)
-    except UnicodeDecodeError as exc:
-        raise AdapterError(f"{p.name} is not UTF-8 text ({exc.reason})") from None
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
+        hint = (" (one JSON document after another, as in JSON Lines: export with Label Studio's "
+                "JSON export, one list of tasks)") if exc.msg == "Extra data" else ""
         raise AdapterError(f"{p.name} is not valid JSON: {exc.msg} at line {exc.lineno} "
-                           f"column {exc.colno}") from None
+                           f"column {exc.colno}{hint}") from None
     except RecursionError:
         raise AdapterError(f"{p.name} is not valid JSON: nested too deeply") from None
+    except ValueError as exc:  # an integer of more than 4,300 digits (int_max_str_digits)
+        raise AdapterError(f"{p.name} is not valid JSON: {_long_number(text) or exc}") from None
     return parse_export(data, source=p.name)
+
+
+def decode_export(raw: bytes, name: str = "export") -> str:
+    """The text of an export file: UTF-8, UTF-16 or UTF-32 (as JSON allows, RFC 8259 §8.1),
+    with or without a byte-order mark, which is dropped."""
+    enc = json.detect_encoding(raw)
+    try:
+        text = raw.decode(enc)
+    except UnicodeDecodeError as exc:
+        label = "UTF-8" if enc == "utf-8" else enc.upper()
+        raise AdapterError(f"{name} is not {label} text: {exc.reason} at byte {exc.start} "
+                           f"(re-save the export as UTF-8)") from None
+    return text[1:] if text[:1] == "\ufeff" else text
+
+
+def _long_number(text: str) -> str | None:
+    """Where the first integer too long for Python to read is (line, column)."""
+    m = re.search(r"\d{4301,}", text)
+    if m is None:
+        return None
+    line = text.count("\n", 0, m.start()) + 1
+    col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
+    return f"a number of {m.end() - m.start():,} digits at line {line} column {col}"
 
 
 def parse_export(data: Any, *, source: str = "export") -> list[dict]:
@@ -116,6 +145,8 @@ def annotator_of(completed_by: Any) -> tuple[str, str | None]:
     """
     t = type(completed_by)
     if t is int:
+        if not -_MAX_ID <= completed_by < _MAX_ID:
+            raise ValueError(f"completed_by {show(completed_by)} is not a user id (out of range)")
         return str(completed_by), None
     if t is dict:
         uid = completed_by.get("id")
@@ -123,16 +154,23 @@ def annotator_of(completed_by: Any) -> tuple[str, str | None]:
         name = " ".join(s for s in (completed_by.get("first_name"), completed_by.get("last_name"))
                         if isinstance(s, str) and s)
         display = email if isinstance(email, str) and email else (name or None)
-        if type(uid) is int or (isinstance(uid, str) and uid):
+        if type(uid) is int and -_MAX_ID <= uid < _MAX_ID or (isinstance(uid, str) and uid):
             return str(uid), display
+        if uid is not None:
+            raise ValueError(f"completed_by.id {show(uid)} is not a user id")
         if isinstance(email, str) and email:
             return email, display
         raise ValueError("completed_by has neither an id nor an email")
     if t is str and completed_by:
         return completed_by, completed_by if "@" in completed_by else None
-    if t is float and math.isfinite(completed_by) and completed_by == int(completed_by):
+    if t is float and math.isfinite(completed_by) and completed_by == int(completed_by) \
+            and abs(completed_by) < 2 ** 53:
         return str(int(completed_by)), None
-    raise ValueError(f"completed_by must be a user id or a user object, got {completed_by!r}")
+    raise ValueError(f"completed_by must be a user id or a user object, got {show(completed_by)}")
+
+
+# Label Studio's ids are 64-bit database keys: anything larger is not an id.
+_MAX_ID = 2 ** 63
 
 
 def _when(value: Any) -> float:
@@ -183,14 +221,38 @@ def select_annotations(task: dict, task_id: Any, problems: Problems,
                         task_id=task_id, field="annotations")
         anns = []
     chosen: dict[str, tuple[dict, Annotation]] = {}
+    ids: set = set()
     for k, ann in enumerate(anns):
         if not isinstance(ann, dict):
             problems.report(f"annotation must be an object, got {type(ann).__name__}",
                             task_id=task_id, field=f"annotations[{k}]")
             continue
         aid = ann.get("id")
-        if ann.get("was_cancelled") is True:
+        if aid is not None:
+            if not (type(aid) is int and -_MAX_ID <= aid < _MAX_ID or type(aid) is str and aid):
+                problems.report(f"annotation id must be an integer or a non-empty string, got "
+                                f"{type(aid).__name__} {show(aid)}", task_id=task_id,
+                                field=f"annotations[{k}].id")
+                continue
+            if aid in ids:
+                problems.report("duplicate annotation id (the first one is kept)", task_id=task_id,
+                                annotation_id=aid, field=f"annotations[{k}].id")
+                continue
+            ids.add(aid)
+        cancelled = ann.get("was_cancelled")
+        if cancelled is not None and type(cancelled) is not bool:
+            problems.report(f"was_cancelled must be true or false, got {show(cancelled)}",
+                            task_id=task_id, annotation_id=aid, field="was_cancelled")
+            continue
+        if cancelled:
             continue  # skipped by the annotator: not an answer
+        gt = ann.get("ground_truth")
+        if gt is not None and type(gt) is not bool:
+            msg = f"ground_truth must be true or false, got {show(gt)}"
+            if problems.strict:
+                problems.report(msg, task_id=task_id, annotation_id=aid, field="ground_truth")
+            problems.warn(f"task {task_id}, annotation {aid}, field 'ground_truth': {msg} "
+                          "(taken as false)")
         try:
             who, display = annotator_of(ann.get("completed_by"))
         except ValueError as exc:
@@ -199,7 +261,7 @@ def select_annotations(task: dict, task_id: Any, problems: Problems,
         for key in ("updated_at", "created_at"):
             stamp = ann.get(key)
             if stamp is not None and _when(stamp) == -math.inf:
-                msg = f"unusable timestamp {str(stamp)[:40]!r}"
+                msg = f"unusable timestamp {show(stamp, 60)}"
                 if problems.strict:
                     problems.report(msg, task_id=task_id, annotation_id=aid, field=key)
                 problems.warn(f"task {task_id}, annotation {aid}, field {key!r}: {msg} "
@@ -238,14 +300,24 @@ def _predictions(task: dict, task_id: Any, problems: Problems, taken: set[str]) 
             problems.warn(f"task {task_id}: prediction #{k} is an id, not an object; export with "
                           f"predictions expanded to include them")
             continue
-        version = pred.get("model_version") or "unknown"
-        who = f"model:{version}"
+        version = pred.get("model_version")
+        if version is not None and type(version) not in (str, int):
+            problems.report(f"model_version must be a string, got {type(version).__name__} {show(version)}",
+                            task_id=task_id, annotation_id=_id_or_none(pred.get("id")),
+                            field=f"predictions[{k}].model_version")
+            continue
+        who = f"model:{version if version not in (None, '') else 'unknown'}"
         result = pred.get("result")
         if not isinstance(result, list):
             problems.report("prediction result must be a list", task_id=task_id,
-                            annotation_id=pred.get("id"), field=f"predictions[{k}].result")
+                            annotation_id=_id_or_none(pred.get("id")), field=f"predictions[{k}].result")
             continue
         if who in found:
-            problems.warn(f"task {task_id}: several predictions of {who}; the last one counts")
-        found[who] = Annotation(who, pred.get("id"), result, False, who, True)
+            problems.warn(f"task {task_id}: several predictions of {show(who)}; the last one counts")
+        found[who] = Annotation(who, _id_or_none(pred.get("id")), result, False, who, True)
     return found.values()
+
+
+def _id_or_none(v: Any) -> Any:
+    """An id fit for messages: an int or string as is, anything else left out."""
+    return v if type(v) is int and -_MAX_ID <= v < _MAX_ID or type(v) is str else None

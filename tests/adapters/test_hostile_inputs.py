@@ -152,6 +152,95 @@ def test_config_attribute_cannot_overwrite_internal_names(files, capsys):
     assert code == 2 and "'zzz'" in err and "not in the config" in err
 
 
+def test_config_attributes_never_reach_spec_fields():
+    from ls_agreement.adapters.config import parse_config
+
+    hostile = " ".join(f'{a}="X"' for a in ("known", "taxonomy_tree", "labels", "scale", "multiple",
+                                            "dynamic", "closed", "number_range", "__dict__", "__class__"))
+    cfg = parse_config(f"<View><Text name='t' value='$text'/><Choices name='c' toName='t' {hostile}>"
+                       "<Choice value='A'/></Choices><Taxonomy name='x' toName='t' {hostile}>"
+                       "<Choice value='a'/></Taxonomy></View>".replace("{hostile}", hostile), strict=True)
+    c, x = cfg.controls["c"], cfg.controls["x"]
+    assert c.known == frozenset({"A"}) and c.labels == ["A"] and c.closed and not c.dynamic
+    assert not c.multiple and c.scale is None and c.number_range == (None, None)
+    assert x.taxonomy_tree == {"a": {}} and x.unknown_path(["b"]) and not x.unknown_path(["a"])
+    assert c.attrs["known"] == "X"   # kept as data, nothing more
+
+
+def _single_control_tasks(control: str, results: list[dict]) -> list[dict]:
+    return [{"id": i, "data": {"text": "Alice met Bob", "opts": [{"value": "Z"}], "labs": [{"value": "Q"}]},
+             "annotations": [{"id": i * 10 + a, "completed_by": a, "result": [dict(r, from_name=control, to_name="t")
+                                                                              for r in results]}
+                             for a in (1, 2)]} for i in (1, 2, 3)]
+
+
+@pytest.mark.parametrize("tag, result", [
+    ("<Choices name='c' toName='t' value='$opts'><Choice value='A'/></Choices>",
+     {"type": "choices", "value": {"choices": ["Z"]}}),
+    ("<Choices name='c' toName='t' value='$opts' choice='multiple'/>",
+     {"type": "choices", "value": {"choices": ["Z", "Y"]}}),
+    ("<Labels name='c' toName='t' value='$labs'><Label value='PER'/></Labels>",
+     {"type": "labels", "value": {"start": 0, "end": 5, "labels": ["Q"]}}),
+    ("<Taxonomy name='c' toName='t' apiUrl='https://example.org/tax'/>",
+     {"type": "taxonomy", "value": {"taxonomy": [["Anything", "Deep"]]}}),
+])
+def test_dynamic_answers_stay_allowed_in_strict(tag, result, files, capsys):
+    """Label Studio loads Labels/Choices from task data with value="$..." (labelstud.io/tags/
+    labels, /tags/choices): such answers are not "undeclared"."""
+    config = f"<View><Text name='t' value='$text'/>{tag}</View>"
+    code, out, err = run(capsys, *files(_single_control_tasks("c", [result]), config), "--strict")
+    assert code == 0, err
+    assert json.loads(out)["controls"]["c"]["n_items"] == 3
+
+
+def test_choice_and_label_aliases_are_declared_answers(files, capsys):
+    """A Choice's alias replaces its value in results (labelstud.io/tags/choice)."""
+    config = ("<View><Text name='t' value='$text'/><Choices name='c' toName='t'>"
+              "<Choice value='Positive' alias='pos'/><Choice value='Negative'/></Choices></View>")
+    results = [{"type": "choices", "value": {"choices": ["pos"]}}]
+    code, _, err = run(capsys, *files(_single_control_tasks("c", results), config), "--strict")
+    assert code == 0, err
+    results = [{"type": "choices", "value": {"choices": ["neg"]}}]
+    code, _, err = run(capsys, *files(_single_control_tasks("c", results), config), "--strict")
+    assert code == 2 and "['neg'] not in the config" in err
+
+
+@pytest.mark.parametrize("body", [
+    "<Rating name='r' toName='t' maxRating='999999999999999999'/>",          # 10^18 declared answers
+    "<Taxonomy name='r' toName='t'>" + "<Choice value='deep'>" * 2000
+    + "".join(f"<Choice value='leaf{k}'/>" for k in range(2000)) + "</Choice>" * 2000 + "</Taxonomy>",
+])
+def test_declared_sizes_allocate_nothing(body):
+    """Parsing a config whose declared answers are astronomically many (a 10^18-point rating
+    scale; a 2,000-deep taxonomy with 2,000 leaves, 8 * 10^6 path characters) stays small."""
+    import tracemalloc
+
+    from ls_agreement.adapters.config import parse_config
+
+    xml = f"<View><Text name='t' value='$text'/><TextArea name='n' toName='t'/>{body}</View>"
+    tracemalloc.start()
+    t0 = time.perf_counter()
+    try:
+        cfg = parse_config(xml)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert time.perf_counter() - t0 < 10
+    assert peak < 64 * 2 ** 20, peak
+    assert "r" in cfg.controls or any("too large" in w for w in cfg.warnings)
+
+
+def test_utf16_export_is_not_taken_for_csv(files, capsys):
+    code, out, err = run(capsys, *files(json.dumps(_tasks()).encode("utf-16-be")))
+    assert code == 0, err
+    assert json.loads(out)["n_tasks"] == 8
+
+
+def test_unhashable_result_type_is_bad_input(files, capsys):
+    code, _, err = run(capsys, *files(_mutate(RESULT + (0, "type"), {"a": 1})), "--strict")
+    assert code == 2 and "field 'result[0].type'" in err and "task 1" in err and "annotation 11" in err
+
+
 @pytest.mark.parametrize("spec, fits", [("bbox=nominal", "boxes.iou"), ("topics=rankings.kendall", "nominal"),
                                         ("topics=ordinal", "nominal"), ("ner=boxes.iou", "spans.lenient")])
 def test_distance_that_does_not_fit_the_control_is_refused(spec, fits, files, capsys):
