@@ -12,7 +12,14 @@ kinds (multiple choice, taxonomy) a control left empty is the empty value (``()`
 rating, number, datetime, text, ranking, pairwise) an unanswered control is *missing*
 (no row). Predictions (when included) give values only for the controls they have
 results for. An annotator who did not annotate the task is missing from it. A control does
-not apply to a task whose ``data`` lacks the key its object reads.
+not apply to a task whose ``data`` lacks the key its object reads (a result for it there is
+reported: an error in strict mode, ignored with a warning otherwise).
+
+Checked per result before its family parses it: ``from_name`` a string naming a control,
+``type`` (when given) one of the control's result types, ``to_name`` (when given) the
+control's object(s) or its own name (Pairwise), ``value`` an object. Task ids 1 and "1"
+cannot be told apart in any output (all key tasks by their id as text): such an export is
+refused in both modes.
 """
 from __future__ import annotations
 

@@ -5,6 +5,16 @@ Accepted shapes (label-studio.md, "Data shapes"): the JSON export and snapshot e
 ``{"tasks": [...]}`` wrapper. JSON_MIN and CSV exports flatten away annotation ids and
 annotators' identities, so they are refused with a message asking for the JSON export.
 
+Files are read as UTF-8, UTF-16 or UTF-32 (RFC 8259), a byte-order mark dropped; the CSV
+sniffing looks at the decoded text, so neither a BOM nor UTF-16 makes JSON look like CSV.
+A number too long for Python to read (> 4,300 digits) is named with its line and column.
+
+Ids: task and annotation ids are ints (64-bit, as Label Studio's keys) or non-empty
+strings; an annotation id seen twice on a task, a ``was_cancelled`` that is not a boolean
+(is it an answer or not?) and an out-of-range ``completed_by`` are bad input (strict: an
+error; lenient: the annotation is skipped with a warning). A ``ground_truth`` that is not
+a boolean is taken as false, with a warning.
+
 Rules (documented in the README): cancelled (skipped) annotations and drafts never count;
 when one annotator has several annotations on a task the latest counts (``updated_at``,
 then ``created_at``, then id) and a warning says so; predictions count only when asked,

@@ -26,6 +26,8 @@ JUNK = st.one_of(
     st.builds(list), st.builds(dict),
     st.lists(st.integers(-3, 3), max_size=3), st.builds(lambda: [[1, 2]]), st.builds(lambda: {"x": None}),
     st.sampled_from(["left", "Positive", "2024-05-01", "rectanglelabels", "bbox", "choices", "_"]),
+    # issue 9: numbers no float holds, ids past 64 bits, numbers and dates as text
+    st.sampled_from([10 ** 400, -10 ** 400, 2 ** 63, 1e300, "NaN", "1e999", "\ufeff", "9999-12-31T23:59:59-23:59"]),
 )
 
 
