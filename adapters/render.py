@@ -139,6 +139,17 @@ def _flagged(entry: dict) -> str:
             f"<th>annotators</th></tr>{body}</table>{more}")
 
 
+def _status_text(e: dict) -> str:
+    """``no_variation`` -> "no variation" (why a control has no agreement numbers)."""
+    return str(e.get("status", "ok")).replace("_", " ")
+
+
+def _flag_cell(e: dict) -> str:
+    if e.get("status", "ok") != "ok":
+        return f"not measured: {html.escape(_status_text(e))}"
+    return str(sum(1 for v in e.get("items", {}).values() if v.get("flag")))
+
+
 def _control_section(name: str, e: dict) -> str:
     form = "Krippendorff's canonical weighting" if e.get("form") == "canonical" else "pairwise means (paper 000)"
     ci = e.get("ci", {})
@@ -201,8 +212,15 @@ def render_html(report: dict) -> str:
         f"<tr><td><a href='#c-{html.escape(n)}'>{html.escape(n)}</a></td><td>{html.escape(str(e.get('tag')))}</td>"
         f"<td><code>{html.escape(str(e.get('distance')))}</code></td><td>{_f(e.get('alpha'))}</td>"
         f"<td>{_f(e.get('ks'))}</td><td>{_f(e.get('sigma'))}</td><td>{e.get('n_items')}</td>"
-        f"<td>{sum(1 for v in e.get('items', {}).values() if v.get('flag'))}</td></tr>"
+        f"<td>{_flag_cell(e)}</td></tr>"
         for n, e in controls.items())
+    unmeasured = [(n, e) for n, e in controls.items() if e.get("status", "ok") != "ok"]
+    left_out = ""
+    if unmeasured:
+        left_out = ("<p class=unmeasured>Not measured, so left out of the flags, of each task's σ and of "
+                    "the annotators' means: " + "; ".join(
+                        f"<a href='#c-{html.escape(n)}'>{html.escape(n)}</a> "
+                        f"({html.escape(_status_text(e))})" for n, e in unmeasured) + ".</p>")
     anns = "".join(
         f"<tr><td>{html.escape(a)}</td><td>{html.escape(str(v.get('name')))}</td><td>{_f(v.get('sigma'))}</td>"
         f"<td>{_f(v.get('alpha'))}</td><td>{v.get('n_items')}</td><td>{v.get('n_pairs')}</td></tr>"
@@ -212,8 +230,9 @@ def render_html(report: dict) -> str:
     body = (f"<h1>Annotation quality</h1><p>{report.get('n_tasks', len(tasks))} tasks · {n_flag} flagged "
             "(σ below threshold in at least one control; a task's σ is its minimum over controls)</p>"
             "<table><tr><th>control</th><th>tag</th><th>distance</th><th>α</th><th>KS</th><th>σ</th>"
-            f"<th>tasks</th><th>flagged</th></tr>{summary}</table>"
-            "<h3>Annotators</h3><p>σ and α: pair-weighted means over controls.</p><table><tr><th>id</th>"
+            f"<th>tasks</th><th>flagged</th></tr>{summary}</table>{left_out}"
+            "<h3>Annotators</h3><p>σ and α: pair-weighted means over the measured controls.</p>"
+            "<table><tr><th>id</th>"
             f"<th>name</th><th>σ</th><th>α</th><th>tasks</th><th>pairs</th></tr>{anns}</table>"
             + "".join(_control_section(n, e) for n, e in controls.items())
             + (f"<section><h2>Warnings</h2><ul class=warn>{warn}</ul></section>" if warn else ""))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import warnings as warnings_module
+from contextlib import contextmanager
 from typing import Any, Iterable
 
 import numpy as np
@@ -28,7 +29,7 @@ from .errors import AdapterError
 from .settings import ReportSettings
 from .spans import span_units_table
 
-__all__ = ["build_report", "control_report", "REPORT_VERSION"]
+__all__ = ["build_report", "control_report", "collect_warnings", "REPORT_VERSION"]
 
 REPORT_VERSION = 1
 SEED_KEYS = ("kappa_x", "span_f1", "crowdtruth")
@@ -71,15 +72,30 @@ def _empty_entry(ctl: ControlData, settings: ReportSettings) -> dict[str, Any]:
 
 # Why a control has no agreement numbers; such a control takes no part in flags, in a
 # task's σ or in an annotator's means (agreement is undefined there, not bad).
-NO_VARIATION = ("no variation: every value of this control is the same (for example an optional "
-                "control nobody used), so chance agreement is perfect and agreement is undefined, "
-                "not bad")
-UNPAIRABLE = ("fewer than two annotators on all but {n} task(s): agreement needs at least two tasks "
-              "with two or more annotations, so it is undefined")
+NO_VARIATION = ("no variation: every distance between the values of this control is 0 under {distance} "
+                "(one answer throughout, for example an optional control nobody used), so chance agreement "
+                "is perfect and agreement is undefined, not bad")
+UNPAIRABLE = ("fewer than two annotators on every task{but}: agreement needs at least two tasks with two "
+              "or more annotations, so it is undefined")
+
+
+def _kept_diagnostic(note: str) -> bool:
+    """Diagnostics that still hold for an unmeasured control (facts about the data, not
+    about the numbers that are not shown): the engine's no-variation note, skipped items."""
+    return note.startswith("no variation") or "(not pairable)" in note
+
+
+def _unpairable_reason(n_pairable: int) -> str:
+    return UNPAIRABLE.format(but=f" but {n_pairable}" if n_pairable else "")
 
 
 def _unmeasured(entry: dict, status: str, reason: str) -> None:
-    """Null every agreement number of a control that cannot be measured, saying why."""
+    """Null every agreement number of a control that cannot be measured, saying why.
+
+    Such a control takes no part in flags, in a task's σ or in an annotator's means
+    (``_project_tasks``, ``_project_annotators``); facts that do not depend on chance
+    (pairs, mean distances) stay.
+    """
     entry.update(status=status, reason=reason, alpha=None, ks=None, ks_statistic=None, sigma=None,
                  threshold=None, histogram=None)
     entry["ci"].update(alpha=[None, None], ks=[None, None], sigma=[None, None])
@@ -88,7 +104,8 @@ def _unmeasured(entry: dict, status: str, reason: str) -> None:
     for rec in entry["annotators"].values():
         rec.update(sigma=None, alpha=None)
         rec.pop("ci", None)
-    entry["diagnostics"] = [d for d in entry["diagnostics"] if "piled" not in d]
+    # interval notes and the §6.1 pathologies describe numbers that are not shown
+    entry["diagnostics"] = [d for d in entry["diagnostics"] if _kept_diagnostic(d)]
     entry["warnings"].append(reason)
 
 
@@ -120,12 +137,14 @@ def _modes(counts: list[float]) -> int:
     return n
 
 
-def _choose(ctl: ControlData, table: pd.DataFrame, settings: ReportSettings, entry: dict) -> str:
-    """Winner of ``auto`` (highest KS among the candidates), recording the candidates."""
+def _choose(ctl: ControlData, table: pd.DataFrame, settings: ReportSettings,
+            entry: dict) -> tuple[str, Any]:
+    """Winner of ``auto`` (highest KS among the candidates), recording the candidates;
+    with the winner's result without intervals when it was computed."""
     from ls_agreement.metrics.choose import choose_distance
 
     if len(ctl.candidates) == 1:
-        return ctl.candidates[0]
+        return ctl.candidates[0], None
     # Rank candidates without intervals; only the winner is bootstrapped (below).
     choice = choose_distance(table, ctl.candidates, p=settings.p, form=settings.form,
                              seed=settings.seed, bootstrap=0, flag_below=settings.flag_below)
@@ -133,8 +152,12 @@ def _choose(ctl: ControlData, table: pd.DataFrame, settings: ReportSettings, ent
     for rec in choice.table.to_dict("records"):
         rows.append({"distance": str(rec.get("distance")), "alpha": _num(rec.get("alpha")),
                      "ks": _num(rec.get("ks")), "sigma": _num(rec.get("sigma"))})
+    for row in rows:
+        res = choice.results.get(row["distance"])
+        if res is not None and not res.d_e > 0:  # KS and σ of a constant baseline mean nothing
+            row.update(alpha=None, ks=None, sigma=None, status="no_variation")
     entry["candidates"] = rows
-    return str(choice.winner)
+    return str(choice.winner), choice.results.get(str(choice.winner))
 
 
 def control_report(ctl: ControlData, settings: ReportSettings) -> dict[str, Any]:
@@ -157,21 +180,24 @@ def control_report(ctl: ControlData, settings: ReportSettings) -> dict[str, Any]
         except (KeyError, ValueError) as exc:
             entry["warnings"].append(f"distance not usable: {exc}")
         _annotators_only(ctl, entry)
-        _unmeasured(entry, "unpairable", UNPAIRABLE.format(n=n_pairable))
+        _unmeasured(entry, "unpairable", _unpairable_reason(n_pairable))
         return entry
     wanted = settings.distance_for(ctl.name)
     try:
-        dist = _choose(ctl, table, settings, entry) if wanted == "auto" else wanted
+        dist, ranked = _choose(ctl, table, settings, entry) if wanted == "auto" else (wanted, None)
         entry["distance"] = dist
         kw = dict(p=settings.p, form=settings.form, seed=settings.seed, flag_below=settings.flag_below)
-        try:
-            res = agreement(table, dist, bootstrap=settings.bootstrap, **kw)
-        except (ValueError, ZeroDivisionError, FloatingPointError) as exc:
-            if not settings.bootstrap:
-                raise
-            # Tiny data can break resamples only: keep the point estimates.
-            res = agreement(table, dist, bootstrap=0, **kw)
-            entry["warnings"].append(f"bootstrap intervals not computed: {exc}")
+        if ranked is not None and not ranked.d_e > 0:
+            res = ranked  # no variation (below): no intervals to resample
+        else:
+            try:
+                res = agreement(table, dist, bootstrap=settings.bootstrap, **kw)
+            except (ValueError, ZeroDivisionError, FloatingPointError) as exc:
+                if not settings.bootstrap:
+                    raise
+                # Tiny data can break resamples only: keep the point estimates.
+                res = agreement(table, dist, bootstrap=0, **kw)
+                entry["warnings"].append(f"bootstrap intervals not computed: {exc}")
     except (ValueError, ZeroDivisionError, FloatingPointError) as exc:
         _annotators_only(ctl, entry)
         _unmeasured(entry, "failed", f"agreement not computed: {exc}")
@@ -195,7 +221,7 @@ def control_report(ctl: ControlData, settings: ReportSettings) -> dict[str, Any]
     entry["items"] = _items(res.per_item, table)
     entry["annotators"] = _annotators(res, ctl)
     if not res.d_e > 0:
-        _unmeasured(entry, "no_variation", NO_VARIATION)
+        _unmeasured(entry, "no_variation", NO_VARIATION.format(distance=res.distance))
     return entry
 
 
@@ -293,28 +319,33 @@ def build_report(config_xml: str, tasks: list[dict], settings: ReportSettings | 
     Raises
     ------
     AdapterError
-        Invalid config; in strict mode, any bad task/annotation/result.
+        Invalid config; in strict mode, any bad task/annotation/result; a distance named
+        for a control whose values it cannot compare.
+    ValueError
+        Invalid settings (a negative seed, overlapping annotator pools, ...).
     """
-    settings = settings or ReportSettings()
-    adapted = adapt(config_xml, tasks, strict=settings.strict,
-                    include_predictions=settings.include_predictions)
+    settings = (settings or ReportSettings()).validate()
+    caught_adapting: list[str] = []
+    with collect_warnings(caught_adapting, "reading the project"):
+        adapted = adapt(config_xml, tasks, strict=settings.strict,
+                        include_predictions=settings.include_predictions)
     _check_forced_distances(settings, adapted.controls)
     unknown = sorted(set(settings.distances) - set(adapted.controls))
-    warnings = list(adapted.warnings)
+    warnings = list(adapted.warnings) + caught_adapting
     if unknown:
         warnings.append(f"settings name distances for unknown control(s) {unknown}")
+    warnings.extend(_group_warnings(settings, adapted.controls))
     keep = None if only_items is None else {_key(i) for i in only_items}
     controls: dict[str, dict] = {}
     notes: set[str] = set()
     for name, ctl in adapted.controls.items():
         # numpy/shapely warnings (a polygon repaired, an overflow near 1e308) become the
         # control's report warnings instead of raw lines with source code on stderr
-        with warnings_module.catch_warnings(record=True) as caught:
-            warnings_module.simplefilter("always")
+        caught: list[str] = []
+        with collect_warnings(caught, "computing"):
             entry = control_report(ctl, settings)
             _seed_measures(ctl, settings, entry)
-        for msg in dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in caught):
-            entry["warnings"].append(f"numerical warning while computing: {msg}")
+        entry["warnings"].extend(caught)
         if keep is not None:
             entry["items"] = {k: v for k, v in entry["items"].items() if k in keep}
         warnings.extend(f"{name}: {w}" for w in entry["warnings"])
@@ -337,9 +368,56 @@ def build_report(config_xml: str, tasks: list[dict], settings: ReportSettings | 
     }
 
 
+# Warnings about our code or its libraries, not about the data: never shown to report readers.
+_DEVELOPER_WARNINGS = (DeprecationWarning, PendingDeprecationWarning, FutureWarning, ImportWarning)
+
+
+@contextmanager
+def collect_warnings(sink: list[str], doing: str):
+    """Record the Python warnings raised inside (numpy overflow, shapely's make_valid, ...)
+    as one line each in ``sink`` -- ``"numerical warning while <doing>: RuntimeWarning: ..."``
+    -- instead of letting them reach stderr with a source line. Repeats are said once.
+    (``catch_warnings`` is process-wide: concurrent reports in threads may see each
+    other's warnings, never lose them.)"""
+    with warnings_module.catch_warnings(record=True) as caught:
+        warnings_module.simplefilter("always")
+        for category in _DEVELOPER_WARNINGS:
+            warnings_module.simplefilter("ignore", category)
+        yield
+    for msg in dict.fromkeys((w.category, str(w.message)) for w in caught):
+        kind = "numerical warning" if issubclass(msg[0], RuntimeWarning) else "warning"
+        sink.append(f"{kind} while {doing}: {msg[0].__name__}: {msg[1]}")
+
+
+def _group_warnings(settings: ReportSettings, controls: dict[str, ControlData]) -> list[str]:
+    """Annotator pools (κx) that cannot be compared as written: one pool, or ids with no
+    annotation in the project (a typo, or a name instead of the user id)."""
+    if not settings.groups:
+        return []
+    out = []
+    if len(settings.groups) < 2:
+        out.append(f"settings 'groups' name one annotator pool ({', '.join(map(repr, settings.groups))}); "
+                   "kappa_x compares two pools or more, so it is not computed")
+    present: set[str] = set()
+    for ctl in controls.values():
+        if len(ctl.table):
+            present.update(ctl.table["annotator"].astype(str).unique().tolist())
+    for g, members in settings.groups.items():
+        missing = [m for m in dict.fromkeys(map(str, members)) if m not in present]
+        if missing:
+            out.append(f"settings 'groups.{g}': annotator id(s) {missing} have no annotation in this "
+                       "project (annotators are user ids, or model:<version> for predictions)")
+    return out
+
+
+# Beyond the distances of their kind: free text compared by exact match (a string label).
+_ALSO_FITS = {"text": ["nominal"]}
+
+
 def _check_forced_distances(settings: ReportSettings, controls: dict[str, ControlData]) -> None:
     """A distance named for a control must compare that control's kind of values: boxes
-    under ``nominal`` or choices under a ranking distance would give a silent 0."""
+    under ``nominal`` or choices under a ranking distance would give a silent 0.
+    Registered callables without a kind (``register(name, D)``) fit every control."""
     from ls_agreement.metrics import available
 
     known = set(available())
@@ -347,10 +425,10 @@ def _check_forced_distances(settings: ReportSettings, controls: dict[str, Contro
         ctl = controls.get(name)
         if ctl is None or dist == "auto" or dist not in known:
             continue  # unknown names are refused by the CLI, warned about by the engine
-        fit = fitting_distances(ctl.kind, ctl.tag)
+        fit = fitting_distances(ctl.kind, ctl.tag) + _ALSO_FITS.get(ctl.kind, [])
         if dist not in fit:
             raise AdapterError(f"distance {dist!r} does not fit control {name!r} ({ctl.tag}, "
-                               f"{ctl.kind} values); distances that fit: {', '.join(fit)}",
+                               f"{ctl.kind} values); distances that fit: {', '.join(fit)} (or auto)",
                                field=f"distances.{name}")
 
 

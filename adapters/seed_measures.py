@@ -28,6 +28,7 @@ from ls_agreement.metrics.crowdtruth import crowdtruth
 from ls_agreement.metrics.model import Span
 from ls_agreement.metrics.span_f1 import span_f1_table
 
+from .settings import check_groups
 from .spans import SPAN_TOKENIZER, token_table
 
 __all__ = ["seed_measures", "kappa_x_section", "span_f1_section", "crowdtruth_section"]
@@ -49,6 +50,7 @@ def _replications(control: Any, settings: Any) -> list[tuple[str, pd.DataFrame, 
     ann = table["annotator"].astype(str)
     out = []
     groups = dict(getattr(settings, "groups", {}) or {})
+    check_groups(groups)  # overlapping pools have no κx (refused before any work by build_report)
     if len(groups) >= 2:
         for gx, gy in combinations(groups, 2):
             mx, my = set(map(str, groups[gx])), set(map(str, groups[gy]))
@@ -79,8 +81,19 @@ def kappa_x_section(control: Any, settings: Any) -> dict[str, dict[str, Any]]:
         d = res.to_dict()
         out[name] = {k: d[k] for k in ("kappa_x", "normalized", "irr_x", "irr_y", "d_o", "d_e",
                                        "n_items", "n_x", "n_y", "distance")}
-        out[name]["ci"] = {**d["ci"], "bootstrap": d["bootstrap"], "seed": d["seed"]}
+        out[name]["ci"] = {**{k: _shown_interval(ci, d.get(k)) for k, ci in d["ci"].items()},
+                           "bootstrap": d["bootstrap"], "seed": d["seed"]}
     return out
+
+
+def _shown_interval(ci: Any, estimate: Any) -> list[float | None]:
+    """An interval only next to a defined estimate it contains (a normalized κx that is
+    null must not show a bootstrap interval of its own)."""
+    x = _num(estimate)
+    lo, hi = (_num(ci[0]), _num(ci[1])) if isinstance(ci, (list, tuple)) and len(ci) == 2 else (None, None)
+    if x is None or lo is None or hi is None or not lo - 1e-9 <= x <= hi + 1e-9:
+        return [None, None]
+    return [min(lo, x), max(hi, x)]
 
 
 def span_f1_section(control: Any, settings: Any) -> dict[str, Any] | None:

@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Mapping
 
-__all__ = ["ReportSettings", "load_settings"]
+__all__ = ["ReportSettings", "load_settings", "check_groups"]
 
 
 @dataclass
@@ -51,6 +51,19 @@ class ReportSettings:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def validate(self) -> "ReportSettings":
+        """Check every field as :meth:`from_mapping` does (settings built in code, or
+        changed after loading: a negative seed, overlapping annotator pools, ...).
+
+        Raises
+        ------
+        ValueError
+            The first bad field, named.
+        """
+        for f in fields(self):
+            _check(f.name, getattr(self, f.name))
+        return self
 
     @classmethod
     def from_mapping(cls, d: Mapping[str, Any]) -> "ReportSettings":
@@ -93,15 +106,7 @@ def _check(key: str, v: Any) -> Any:
                     isinstance(m, (str, int)) and not isinstance(m, bool) for m in members):
                 raise ValueError(f"setting 'groups.{g}' must be a list of annotator ids, got {members!r}")
             out[str(g)] = [str(m) for m in members]
-        # κx compares two independent replications: an annotator in both pools would be
-        # compared with themself, which has no meaning
-        owner: dict[str, str] = {}
-        for g, members in out.items():
-            for m in members:
-                if m in owner and owner[m] != g:
-                    raise ValueError(f"setting 'groups': annotator {m!r} is in both {owner[m]!r} and "
-                                     f"{g!r}; annotator pools must not overlap")
-                owner[m] = g
+        check_groups(out)
         return out
     if key in ("flag_below", "p"):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
@@ -120,6 +125,28 @@ def _check(key: str, v: Any) -> Any:
     if not isinstance(v, bool):
         raise bad("true or false")
     return v
+
+
+def check_groups(groups: Mapping[str, Any]) -> None:
+    """Annotator pools of κx must not overlap (paper 001: two independent replications).
+
+    An annotator in two pools would be compared with themself across the pools, which
+    has no meaning (it gave a normalized κx with a zero-width interval). Ids compare as
+    strings (``2`` and ``"2"`` are the same annotator).
+
+    Raises
+    ------
+    ValueError
+        Naming the annotator and both pools.
+    """
+    owner: dict[str, str] = {}
+    for g, members in groups.items():
+        for m in members:
+            m = str(m)
+            if m in owner and owner[m] != str(g):
+                raise ValueError(f"setting 'groups': annotator {m!r} is in both {owner[m]!r} and "
+                                 f"{str(g)!r}; annotator pools must not overlap")
+            owner[m] = str(g)
 
 
 def load_settings(path: str | Path) -> ReportSettings:

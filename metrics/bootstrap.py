@@ -6,13 +6,16 @@ interval reflects both annotator and item variability.
 """
 from __future__ import annotations
 
+import functools
+import math
 from typing import Iterator
 
 import numpy as np
 from scipy.special import ndtr, ndtri
+from scipy.stats import t as student_t
 
 __all__ = ["item_multiplicities", "iter_multiplicities", "jackknife_weights", "percentile_interval",
-           "bca_interval"]
+           "bca_interval", "expanded_level"]
 
 
 def item_multiplicities(n_items: int, n_boot: int, seed: int | np.random.Generator = 0) -> np.ndarray:
@@ -27,12 +30,15 @@ def item_multiplicities(n_items: int, n_boot: int, seed: int | np.random.Generat
 
 
 def iter_multiplicities(n_items: int, n_boot: int, seed: int | np.random.Generator = 0,
-                        chunk: int | None = None, dtype: type = np.int32) -> Iterator[np.ndarray]:
+                        chunk: int | None = None, dtype: type = np.int32,
+                        transposed: bool = False) -> Iterator[np.ndarray]:
     """Like :func:`item_multiplicities`, in chunks of replicates to bound memory.
 
     Yields
     ------
-    ndarray of ``dtype``, shape (≤ chunk, n_items)
+    ndarray of ``dtype``, shape (≤ chunk, n_items), or (n_items, ≤ chunk) when
+    ``transposed`` (items by replicates, as the vectorized replicate code reads them; drawn
+    with 32-bit integers, a different stream from the untransposed form).
     """
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     if chunk is None:
@@ -40,9 +46,16 @@ def iter_multiplicities(n_items: int, n_boot: int, seed: int | np.random.Generat
     done = 0
     while done < n_boot:
         b = min(chunk, n_boot - done)
-        draws = rng.integers(0, n_items, size=(b, n_items))
-        draws += (np.arange(b) * n_items)[:, None]
-        yield np.bincount(draws.ravel(), minlength=b * n_items).reshape(b, n_items).astype(dtype, copy=False)
+        if transposed and n_items * b < 2 ** 31:
+            draws = rng.integers(0, n_items, size=(b, n_items), dtype=np.int32)
+            draws *= b
+            draws += np.arange(b, dtype=np.int32)[:, None]
+            yield np.bincount(draws.ravel(), minlength=b * n_items).reshape(n_items, b).astype(dtype, copy=False)
+        else:
+            draws = rng.integers(0, n_items, size=(b, n_items))
+            draws += (np.arange(b) * n_items)[:, None]
+            out = np.bincount(draws.ravel(), minlength=b * n_items).reshape(b, n_items)
+            yield np.ascontiguousarray(out.T).astype(dtype, copy=False) if transposed else out.astype(dtype, copy=False)
         done += b
 
 
@@ -78,8 +91,24 @@ def jackknife_weights(n_items: int, chunk: int = 200, groups: int = JACKKNIFE_GR
         yield (group[None, :] != rows[:, None]).astype(np.float64)
 
 
+@functools.lru_cache(maxsize=4096)
+def expanded_level(level: float, n_units: int | None) -> float:
+    """The confidence level whose normal quantile is ``sqrt(n/(n−1)) · t_{n−1}`` of ``level``.
+
+    Hesterberg's expanded percentile interval (T. Hesterberg, "What teachers should know
+    about the bootstrap", The American Statistician, 2015): bootstrap distributions are
+    too narrow by about ``sqrt((n−1)/n)`` and ignore the t correction for an estimated
+    spread, which makes plain bootstrap intervals undercover with few resampled units.
+    ``None`` or fewer than 2 units: ``level`` unchanged.
+    """
+    if n_units is None or n_units < 2:
+        return level
+    z = math.sqrt(n_units / (n_units - 1.0)) * float(student_t.ppf(0.5 + level / 2.0, n_units - 1))
+    return float(1.0 - 2.0 * ndtr(-z))
+
+
 def bca_interval(samples: np.ndarray, jackknife: np.ndarray, estimate: float,
-                 level: float = 0.95) -> tuple[float, float]:
+                 level: float = 0.95, n_units: int | None = None) -> tuple[float, float]:
     """Bias-corrected and accelerated (BCa) bootstrap interval (Efron 1987).
 
     Parameters
@@ -88,11 +117,14 @@ def bca_interval(samples: np.ndarray, jackknife: np.ndarray, estimate: float,
     jackknife : array, shape (n_jack,) — (grouped) jackknife replicates
     estimate : float — the full-sample estimate
     level : float — confidence level
+    n_units : int, optional — resampled units (items); when given, the quantile levels
+        are expanded as in :func:`expanded_level`
 
     Ties with the estimate count half below, half above, so a discrete statistic (σ is a
     share of pairs) gets no spurious bias correction. Falls back to the percentile
     interval when the correction is undefined.
     """
+    level = expanded_level(level, n_units)
     s = np.asarray(samples, dtype=np.float64)
     s = np.sort(s[np.isfinite(s)])
     if s.size == 0:

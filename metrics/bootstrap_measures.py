@@ -1,16 +1,35 @@
 """Item-bootstrap intervals of α, KS and σ, vectorized over replicates.
 
-Reference: measures.md §9; Wong, Paritosh & Aroyo (2021) §5 (resample items).
+Reference: measures.md §9; Wong, Paritosh & Aroyo (2021) §5 (resample items); Efron
+(1987) for the BCa interval.
 
-A replicate draws items with replacement; every pair is re-weighted by the multiplicity
-of its item (observed) or the product of its two items' multiplicities (expected), so no
-distance is recomputed. To keep the cost independent of the data size, KS and σ use a
-seeded subsample of at most ``MAX_PAIRS`` observed and ``MAX_EXPECTED`` expected pairs, σ's
-significance test is evaluated exactly at the observed distances with the full-sample
-bandwidth held fixed, and α uses the full per-item sums. Per-annotator intervals hold the project's ``d*`` and ``D̂e`` fixed.
+A replicate draws items with replacement. No distance is recomputed: an observed pair
+weighs the multiplicity ``w_i`` of its item, a chance (between-item) pair the product
+``w_a w_b`` of its two items' multiplicities — the replicate's own chance distribution —,
+and the full-sample bandwidth is held fixed. Replicates are computed ``B`` at a time, with
+the weights as an (items × B) matrix:
+
+* the chance distribution is one weight per distinct expected distance (``U × B``):
+  exact from per-item value counts for scalar distances with few values
+  (:class:`_CellChance`), else from the expected pairs pooled by item pair
+  (:class:`_PairChance`; a seeded subsample of ``MAX_EXPECTED`` when there are more);
+* every observed pair counts (no subsample): per-item sums are linear maps of the
+  weights, stacked into one matrix product per block (:class:`_Linear`);
+* KS groups the observed pairs by where they fall among the distinct expected distances;
+* σ: significance ``F_w(d) < p`` is monotone in ``d``, so a replicate's significant
+  observed distances are a prefix of the sorted distinct observed distances, and its
+  length (the cut) is found exactly (:class:`_Cutoffs`) — no grid, so ties, point masses
+  and tiny or zero bandwidths are resolved (a 128-point grid cannot see a bandwidth of
+  1e-7);
+* α from per-item sums; per-annotator σ and α with the replicate's own cut and ``D̂e``.
+
+The same code at all-ones weights gives the full-sample estimates. When a subsample makes
+it differ from the point estimate, every replicate is shifted by the difference, so the
+subsample cannot pull the interval away from the estimate it belongs to.
 """
 from __future__ import annotations
 
+import contextlib
 
 import numpy as np
 import pandas as pd
@@ -19,151 +38,607 @@ from scipy.special import ndtr
 
 from .bootstrap import bca_interval, iter_multiplicities, jackknife_weights
 from .distances.base import Distance, check_distances
+from .distances.scalars import ScalarDistance
+from .distributional import _WINDOW, P_STABLE, kernel_mass
 from .expected import Expected
 from .groups import annotator_pair_sides
-from .table import CodedTable, sample_between_pairs
+from .table import CodedTable, all_between_pairs, sample_between_pairs
 
-__all__ = ["bootstrap_intervals", "MAX_PAIRS"]
+__all__ = ["bootstrap_intervals", "Replicates", "MAX_EXPECTED", "MAX_CELLS"]
 
-MAX_PAIRS = 20_000        # observed pairs behind each replicate's KS and σ
-MAX_EXPECTED = 10_000     # expected pairs behind each replicate's KS, σ and chance mean
+MAX_EXPECTED = 50_000     # expected pairs behind each replicate's chance distribution
+MAX_CELLS = 20_000        # value pairs of an exact scalar chance distribution in replicates
+_ELEMS = 4_000_000        # float64 elements of one (replicates × something) block
+_DENSE_COLS = 32          # item × group matrices up to this many columns multiply densely
+
+
+_BLAS: list = []
+
+
+def _one_blas_thread():
+    """Run the replicate products on one BLAS thread (threadpoolctl, when installed).
+
+    They are many mid-sized products; on a machine whose other core is busy, BLAS threads
+    spin waiting for each other and a bootstrap ran 10 times slower than on one thread.
+    """
+    if not _BLAS:
+        try:
+            from threadpoolctl import ThreadpoolController
+            _BLAS.append(ThreadpoolController())
+        except Exception:  # optional: without it, BLAS keeps its own threading
+            _BLAS.append(None)
+    return _BLAS[0].limit(limits=1, user_api="blas") if _BLAS[0] is not None else contextlib.nullcontext()
 
 
 def _subsample(n: int, cap: int, rng: np.random.Generator) -> np.ndarray:
     return np.sort(rng.choice(n, cap, replace=False)) if n > cap else np.arange(n)
 
 
-class _Significance:
-    """Which observed distances each replicate finds significant: ``F_w(d) < p``.
+class _Linear:
+    """The per-item linear maps of a replicate's weights, evaluated together.
 
-    ``F_w`` is the KDE mass on ``[0, d]`` of the replicate's re-weighted expected sample,
-    with the full-sample bandwidth held fixed. Because ``F_w`` increases with ``d``, the
-    significant observed distances are a prefix of the sorted distinct observed values:
-    a bisection over those values finds it exactly, for every replicate at once. No grid
-    is involved, so point masses, ties and tiny or zero bandwidths are resolved exactly
-    (a 128-point grid cannot see a bandwidth of 1e-7).
+    Maps with few rows are stacked into one dense matrix, so the weights (items ×
+    replicates) are read once per block by a single BLAS product instead of once per map;
+    wide maps stay sparse.
     """
 
-    def __init__(self, de_sorted: np.ndarray, p: float, bandwidth: float, observed: np.ndarray) -> None:
-        starts = np.flatnonzero(np.r_[True, de_sorted[1:] != de_sorted[:-1]])
-        self.run_starts = starts            # equal expected distances share one kernel column
-        self.values = de_sorted[starts]     # (U,) distinct expected distances
-        self.p, self.bw = p, bandwidth
-        self.levels = np.unique(observed)   # (G,) distinct observed distances, sorted
-        self.below_zero = ndtr(-self.values / bandwidth) if bandwidth > 0 else (self.values < 0).astype(float)
+    def __init__(self, n_items: int) -> None:
+        self.n_items = n_items
+        self._parts: list[np.ndarray] = []
+        self._rows = 0
+        self._stack: np.ndarray | None = None
+        self._wt: np.ndarray | None = None
+        self._out: np.ndarray | None = None
 
-    def _mass(self, wu: np.ndarray, tot: np.ndarray, d: np.ndarray) -> np.ndarray:
-        """``F_w(d_r)`` per replicate ``r``; ``wu`` (B, U), ``tot`` and ``d`` (B,)."""
-        if self.bw > 0:
-            k = ndtr((d[:, None] - self.values[None, :]) / self.bw) - self.below_zero[None, :]
-        else:  # a zero bandwidth makes the KDE the expected sample itself
-            k = (self.values[None, :] <= d[:, None]) - self.below_zero[None, :]
-        return np.einsum("bu,bu->b", wu, k) / tot
+    def add(self, item: np.ndarray, col: np.ndarray, k: int, data: np.ndarray | None = None,
+            dense_up_to: int = _DENSE_COLS) -> "_ItemMatrix":
+        """``Mᵀ @ wt`` for the (items × k) matrix with entries ``data`` at ``(item, col)`` (summed)."""
+        data = np.ones(item.size) if data is None else np.asarray(data, dtype=np.float64)
+        mt = sparse.csr_matrix((data, (col, item)), shape=(k, self.n_items))
+        if k > dense_up_to or (self._rows + k) * self.n_items > _ELEMS:
+            return _ItemMatrix(self, None, k, mt)
+        return self.add_rows(mt.toarray())
 
-    def cutoffs(self, we: np.ndarray, tot: np.ndarray) -> np.ndarray:
-        """Per replicate, how many distinct observed values are significant; -1 where the
-        replicate drew no expected pair (undefined). ``we`` has shape (B, n_expected)."""
-        wu = np.add.reduceat(we, self.run_starts, axis=1)
-        b = we.shape[0]
-        lo, hi = np.zeros(b, dtype=np.int64), np.full(b, self.levels.size, dtype=np.int64)
-        safe = np.where(tot > 0, tot, 1.0)
+    def add_rows(self, rows: np.ndarray) -> "_ItemMatrix":
+        """``rows @ wt`` for dense ``rows`` of shape (k, n_items)."""
+        rows = np.atleast_2d(np.asarray(rows, dtype=np.float64))
+        self._parts.append(rows)
+        self._stack = None
+        self._rows += rows.shape[0]
+        return _ItemMatrix(self, self._rows - rows.shape[0], rows.shape[0], None)
+
+    def evaluate(self, wt: np.ndarray) -> np.ndarray:
+        if self._wt is not wt:
+            if self._stack is None:
+                self._stack = np.ascontiguousarray(np.concatenate(self._parts, axis=0))
+            self._out, self._wt = self._stack @ wt, wt
+        return self._out
+
+
+class _ItemMatrix:
+    """One map of a :class:`_Linear`: ``(k, B)`` from item weights ``wt`` of shape ``(n_items, B)``."""
+
+    def __init__(self, linear: _Linear, offset: int | None, k: int, mt: sparse.csr_matrix | None) -> None:
+        self.linear, self.offset, self.k, self.mt = linear, offset, k, mt
+
+    def __call__(self, wt: np.ndarray) -> np.ndarray:
+        if self.mt is not None:
+            return np.asarray(self.mt @ wt)
+        return self.linear.evaluate(wt)[self.offset:self.offset + self.k]
+
+
+def _incidence(row: np.ndarray, col: np.ndarray, n_rows: int, n_cols: int,
+               data: np.ndarray | None = None) -> sparse.csr_matrix:
+    data = np.ones(row.size) if data is None else data
+    return sparse.csr_matrix((data, (row, col)), shape=(n_rows, n_cols))
+
+
+class _PairChance:
+    """Replicate chance weights from expected pairs: ``w_a w_b`` summed per distinct distance.
+
+    Pairs are first pooled by (distance, item pair), so a replicate costs one product per
+    distinct item pair and one sparse product.
+    """
+
+    def __init__(self, item_a: np.ndarray, item_b: np.ndarray, d: np.ndarray, n_items: int) -> None:
+        self.values, level = np.unique(d, return_inverse=True)
+        level = level.ravel()
+        key = np.minimum(item_a, item_b).astype(np.int64) * n_items + np.maximum(item_a, item_b)
+        keys, kidx = np.unique(key, return_inverse=True)
+        self.pa, self.pb = keys // n_items, keys % n_items
+        cell, count = np.unique(level * keys.size + kidx.ravel(), return_counts=True)
+        self.s = _incidence(cell // keys.size, cell % keys.size, self.values.size, keys.size,
+                            count.astype(np.float64))
+        self.s32 = self.s.astype(np.float32)
+        self.n_pairs = float(d.size)
+        self.width = keys.size
+
+    def weights(self, wt: np.ndarray) -> np.ndarray:
+        """``(U, B)``."""
+        top = float(wt.max()) if wt.size else 0.0
+        if self.n_pairs * top * top < 2.0 ** 24:
+            # integer weights whose every partial sum stays below 2^24 are exact in float32,
+            # which halves the memory traffic of the gathers
+            w32 = wt.astype(np.float32)
+            z = np.take(w32, self.pa, axis=0)
+            z *= np.take(w32, self.pb, axis=0)
+            return np.asarray(self.s32 @ z, dtype=np.float64)
+        z = np.take(wt, self.pa, axis=0)
+        z *= np.take(wt, self.pb, axis=0)
+        return np.asarray(self.s @ z)
+
+
+class _CellChance:
+    """Exact replicate chance distribution of a scalar distance, from per-item value counts.
+
+    With ``c_iv`` item ``i``'s count of value ``v`` and ``N = Σ_i w_i c_i`` the replicate's
+    value counts, its unordered between-item pairs of values are
+    ``N_v N_v' − Σ_i w_i² c_iv c_iv'`` for ``v ≠ v'`` and ``(N_v² − Σ_i w_i² c_iv²)/2`` for
+    ``v = v'`` (copies of one item are not pairs between items) — at ``w = 1`` exactly the
+    tabulated expected distribution.
+    """
+
+    def __init__(self, ct: CodedTable, dist: ScalarDistance, oi: np.ndarray, oj: np.ndarray,
+                 domain: np.ndarray, code: np.ndarray, linear: _Linear) -> None:
+        n_items, v = ct.n_items, domain.size
+        self.counts = linear.add(ct.item, code, v)
+        # per item, c_iv c_iv' (v < v') and c_iv² = c_iv + 2·#{within pairs (v, v)}
+        a, b = code[oi], code[oj]
+        lo, hi = np.minimum(a, b), np.maximum(a, b)
+        pair_item = ct.item[oi]
+        same = lo == hi
+        key = np.concatenate((lo * v + hi, code * v + code, lo[same] * v + lo[same]))
+        item = np.concatenate((pair_item, ct.item, pair_item[same]))
+        c = np.bincount(code, minlength=v).astype(np.float64)
+        iu, ju = np.triu_indices(v)
+        cell_keys = iu * v + ju
+        within = np.bincount(np.searchsorted(cell_keys, key), minlength=iu.size).astype(np.float64)
+        n_pair = c[iu] * c[ju]
+        full = np.where(iu == ju, (n_pair - within) / 2.0, n_pair - within)
+        keep = full > 0   # a value pair never seen across items stays 0 in every replicate
+        d = dist.delta(domain[iu[keep]], domain[ju[keep]])
+        self.ca, self.cb = iu[keep], ju[keep]
+        self.half = self.ca == self.cb
+        kept = cell_keys[keep]
+        pos = np.searchsorted(kept, key)
+        hit = (pos < kept.size) & (kept[np.minimum(pos, kept.size - 1)] == key)
+        self.within = _Linear(n_items).add(item[hit], pos[hit], kept.size)   # applied to w²
+        self.values, level = np.unique(d, return_inverse=True)
+        self.s = _incidence(level.ravel(), np.arange(kept.size), self.values.size, kept.size)
+        self.width = max(kept.size, v)
+
+    def weights(self, wt: np.ndarray) -> np.ndarray:
+        """``(U, B)``."""
+        n = self.counts(wt)
+        cw = n[self.ca] * n[self.cb] - self.within(wt * wt)
+        cw[self.half] *= 0.5
+        return np.asarray(self.s @ cw)
+
+
+class _Cutoffs:
+    """Per replicate, how many distinct observed distances are significant (``F_w(d) < p``).
+
+    ``F_w(d) = Σ_u wu_u K(d, v_u) / Σ_u wu_u`` with ``K`` a Gaussian kernel's mass on
+    ``[0, d]`` (the full-sample bandwidth ``h``; a point mass when ``h = 0``), exactly as
+    :func:`~.distributional.sigma_threshold` defines it. ``F_w`` increases with ``d``, so
+    the significant levels are a prefix ``[0, cut)``. Each replicate's cut is narrowed
+    inside a bracket by rounds of probes — ``F_w`` at a few observed levels for all open
+    replicates in one matrix product: first levels spaced geometrically around the
+    full-sample cut, then levels on ever finer grids (32 times finer per round) inside the
+    open brackets, down to every level. No interpolation: the cut is exact.
+    """
+
+    _CACHE = 8_000_000   # kernel-row elements kept between blocks
+
+    def __init__(self, values: np.ndarray, h: float, p: float, levels: np.ndarray, center: int) -> None:
+        self.v, self.h, self.p, self.levels = values, float(h), float(p), levels
+        self.stable = p < P_STABLE and self.h > 0
+        if self.h > 0:
+            self.nb = ndtr(-values / self.h)    # a kernel's mass below 0
+            self.kinf = ndtr(values / self.h)   # … and above 0
+        g = levels.size
+        steps = 2 ** np.arange(int(np.ceil(np.log2(g + 1))) + 1)
+        self.first = np.unique(np.clip(np.concatenate((center - steps, center + steps - 1, [center - 1, center])),
+                                       0, g - 1))
+        self._rows: dict[int, np.ndarray] = {}
+
+    def _kernel(self, d: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        v = self.v[idx]
+        if self.h <= 0:
+            return (v <= d).astype(np.float64)
+        if self.stable:
+            return kernel_mass(d, v, self.h)
+        return ndtr((d - v) / self.h) - self.nb[idx]
+
+    def _row(self, g: int) -> np.ndarray:
+        """``K(level_g, v_u)`` for every chance value ``u``, windowed to ±9 bandwidths."""
+        row = self._rows.get(g)
+        if row is not None:
+            return row
+        d, u = float(self.levels[g]), self.v.size
+        if self.h <= 0:
+            row = (self.v <= d).astype(np.float64)
+        elif self.stable:  # every kernel within 39 bandwidths (farther ones underflow to 0)
+            lo = int(np.searchsorted(self.v, d - _WINDOW * self.h, side="left"))
+            hi = int(np.searchsorted(self.v, d + 39.0 * self.h, side="right"))
+            row = np.zeros(u)
+            row[:lo] = self.kinf[:lo]
+            row[lo:hi] = kernel_mass(d, self.v[lo:hi], self.h)
+        else:
+            lo = int(np.searchsorted(self.v, d - _WINDOW * self.h, side="left"))
+            hi = int(np.searchsorted(self.v, d + _WINDOW * self.h, side="right"))
+            row = np.zeros(u)
+            row[:lo] = self.kinf[:lo]
+            row[lo:hi] = self._kernel(np.float64(d), np.arange(lo, hi))
+        if (len(self._rows) + 1) * u > self._CACHE:
+            self._rows.clear()
+        self._rows[g] = row
+        return row
+
+    def __call__(self, wu: np.ndarray, tot: np.ndarray) -> np.ndarray:
+        """``(B,)`` cut per replicate from chance weights ``wu`` (U, B); -1 where there is no chance pair."""
+        g = self.levels.size
+        ok = tot > 0
+        tot = np.where(ok, tot, 1.0)
+        lo, hi = np.zeros(tot.size, dtype=np.int64), np.full(tot.size, g, dtype=np.int64)
+        self._probe(wu, tot, lo, hi, np.flatnonzero(ok), self.first)
+        # a replicate whose KDE never reaches p at any level: all significant
+        self._probe(wu, tot, lo, hi, np.flatnonzero(ok & (lo < hi) & (hi == g)), np.array([g - 1]))
+        step, taylor = g, self.h > 0 and not self.stable
         while True:
-            open_ = lo < hi
-            if not open_.any():
+            cols = np.flatnonzero(ok & (lo < hi))
+            if not cols.size:
                 break
-            mid = (lo + hi) // 2
-            reached = self._mass(wu, safe, self.levels[np.minimum(mid, self.levels.size - 1)]) >= self.p
-            hi = np.where(open_ & reached, mid, hi)
-            lo = np.where(open_ & ~reached, mid + 1, lo)
-        return np.where(tot > 0, lo, -1)
+            spans = np.unique(np.stack((lo[cols], hi[cols]), axis=1), axis=0)
+            inside = np.zeros(g + 1, dtype=np.int64)     # levels in the union of the open brackets
+            np.add.at(inside, spans[:, 0], 1)
+            np.add.at(inside, spans[:, 1], -1)
+            inside = np.flatnonzero(np.cumsum(inside)[:g] > 0)
+            if inside.size <= self._ALL_LEVELS or step == 1:
+                self._probe(wu, tot, lo, hi, cols, inside)       # resolves every open bracket
+                continue
+            if taylor and self._taylor(wu, tot, lo, hi, cols):
+                taylor = False                                   # once: what it leaves open is exact-probed
+                continue
+            step = max(1, step // 32)
+            self._probe(wu, tot, lo, hi, cols, inside[inside % step == 0])
+        return np.where(ok, lo, -1)
+
+    _ALL_LEVELS = 256     # probe every level of the open brackets up to this many levels
+    _TERMS = 17           # Taylor terms of F_w around an anchor (|d − anchor| ≤ h/4)
+    _MAX_ANCHORS = 64
+    _AMBIGUOUS = 1e-8     # bandwidths: a level this close to a Taylor d* is probed exactly
+
+    def _probe(self, wu: np.ndarray, tot: np.ndarray, lo: np.ndarray, hi: np.ndarray, cols: np.ndarray,
+               probes: np.ndarray) -> None:
+        """Narrow the brackets ``[lo, hi]`` of replicates ``cols`` with ``F_w`` at levels ``probes``."""
+        if not (cols.size and probes.size):
+            return
+        kp = np.stack([self._row(int(q)) for q in probes])
+        reach = (kp @ wu[:, cols]) >= self.p * tot[cols]                    # (P, open)
+        inside = (probes[:, None] >= lo[cols]) & (probes[:, None] < hi[cols])
+        hit = reach & inside
+        first = np.where(hit.any(axis=0), hit.argmax(axis=0), probes.size)
+        new_hi = np.where(first < probes.size, probes[np.minimum(first, probes.size - 1)], hi[cols])
+        miss = ~reach & inside & (probes[:, None] < new_hi)
+        last = np.where(miss.any(axis=0), probes.size - 1 - miss[::-1].argmax(axis=0), -1)
+        new_lo = np.where(last >= 0, probes[np.maximum(last, 0)] + 1, lo[cols])
+        hi[cols] = new_hi
+        lo[cols] = np.minimum(new_lo, new_hi)
+
+    def _taylor(self, wu: np.ndarray, tot: np.ndarray, lo: np.ndarray, hi: np.ndarray, cols: np.ndarray) -> bool:
+        """Solve ``F_w(d*) = p`` per replicate on Taylor expansions of ``F_w`` around anchors
+        h/2 apart, then count the levels below ``d*``. Only levels within 1e-8 bandwidths of a
+        ``d*`` are left open (the exact probes settle them). False if too many anchors."""
+        h, levels = self.h, self.levels
+        if self._MAX_ANCHORS < 1 or np.any(hi[cols] >= levels.size):
+            return False
+        left = np.where(lo[cols] > 0, levels[np.maximum(lo[cols] - 1, 0)], 0.0)   # F(left) < p
+        right = levels[hi[cols]]                                                  # F(right) ≥ p
+        d_lo, half = float(left.min()), 0.5 * h
+        n_anchor = max(1, int(np.ceil((float(right.max()) - d_lo) / half)))
+        if n_anchor > self._MAX_ANCHORS:
+            return False
+        anchors = d_lo + half * (np.arange(n_anchor) + 0.5)
+        coef = (self._taylor_rows(anchors) @ wu[:, cols]).reshape(n_anchor, self._TERMS, cols.size)
+        coef /= tot[cols]
+        a, b = left.copy(), right.copy()
+        j = np.arange(cols.size)
+        for _ in range(1100):   # bisection to adjacent doubles on the piecewise polynomial
+            mid = 0.5 * (a + b)
+            moving = (mid > a) & (mid < b)
+            if not moving.any():
+                break
+            cell = np.clip(((mid - d_lo) / half).astype(np.int64), 0, n_anchor - 1)
+            s = (mid - anchors[cell]) / h
+            c = coef[cell, :, j]                                                  # (open, terms)
+            f = c[:, -1]
+            for k in range(self._TERMS - 2, -1, -1):
+                f = f * s + c[:, k]
+            reach = (f >= self.p) & moving
+            b = np.where(reach, mid, b)
+            a = np.where(moving & ~reach, mid, a)
+        cut = np.clip(np.searchsorted(levels, b, side="left"), lo[cols], hi[cols])
+        tol = self._AMBIGUOUS * h + 8.0 * np.spacing(b)
+        near_below = (cut > lo[cols]) & (np.abs(levels[np.maximum(cut - 1, 0)] - b) <= tol)
+        near_above = (cut < hi[cols]) & (np.abs(levels[np.minimum(cut, levels.size - 1)] - b) <= tol)
+        new_lo = np.where(near_below, cut - 1, cut)
+        new_hi = np.where(near_above, np.minimum(cut + 1, hi[cols]), cut)
+        lo[cols], hi[cols] = new_lo, np.maximum(new_hi, new_lo)
+        return True
+
+    def _taylor_rows(self, anchors: np.ndarray) -> np.ndarray:
+        """``(anchors × terms, U)``: row k of an anchor ``a`` is ``h^k ∂_d^k K(a, v) / k!``, so that
+        ``F_w(a + s h) = Σ_k s^k (row_k · wu) / Σ wu``."""
+        u, h, t = self.v.size, self.h, self._TERMS
+        out = np.zeros((anchors.size, t, u))
+        for n, a in enumerate(anchors):
+            lo = int(np.searchsorted(self.v, a - 12.0 * h, side="left"))
+            hi = int(np.searchsorted(self.v, a + 12.0 * h, side="right"))
+            lo9 = int(np.searchsorted(self.v, a - _WINDOW * h, side="left"))
+            hi9 = int(np.searchsorted(self.v, a + _WINDOW * h, side="right"))
+            out[n, 0, :lo9] = self.kinf[:lo9]
+            out[n, 0, lo9:hi9] = self._kernel(np.float64(a), np.arange(lo9, hi9))
+            z = (a - self.v[lo:hi]) / h
+            phi = np.exp(-0.5 * z * z) / np.sqrt(2.0 * np.pi)
+            he_prev, he = np.zeros_like(z), np.ones_like(z)     # He_{-1} := 0, He_0 = 1
+            fact = 1.0
+            for k in range(1, t):                               # d^k/dd^k K = (−1)^{k−1} He_{k−1}(z) φ(z) / h^k
+                fact *= k
+                out[n, k, lo:hi] = (-1.0) ** (k - 1) * he * phi / fact
+                he_prev, he = he, z * he - (k - 1) * he_prev
+        return out.reshape(anchors.size * t, u)
+
+
+class _Below:
+    """Per group and replicate, the weight of observed pair sides whose level is below the cut.
+
+    With few (group, level) combinations their weights are one more stacked linear map and
+    the cut reads a running sum; otherwise the sides below every replicate's cut are summed
+    once (cached per block's lowest cut) and only the sides between the lowest and highest
+    cut are weighed replicate by replicate.
+    """
+
+    def __init__(self, item: np.ndarray, group: np.ndarray, g: np.ndarray, n_groups: int, n_levels: int,
+                 linear: _Linear) -> None:
+        self.n_groups, self.n_levels, self.n_items = n_groups, n_levels, linear.n_items
+        if n_groups * n_levels <= 2 * _DENSE_COLS:
+            self.by_level = linear.add(item, group * n_levels + g, n_groups * n_levels,
+                                       dense_up_to=2 * _DENSE_COLS)
+            return
+        self.by_level = None
+        order = np.argsort(g, kind="stable")
+        self.item, self.group, self.g = item[order], group[order], g[order]
+        self._base: dict[int, sparse.csr_matrix] = {}
+
+    def __call__(self, wt: np.ndarray, cut: np.ndarray) -> np.ndarray:
+        """``(n_groups, B)``; ``wt`` (n_items, B), ``cut`` (B,) level counts."""
+        b = wt.shape[1]
+        if self.by_level is not None:
+            y = self.by_level(wt).reshape(self.n_groups, self.n_levels, b)
+            cum = np.concatenate((np.zeros((self.n_groups, 1, b)), np.cumsum(y, axis=1)), axis=1)
+            return cum[:, cut, np.arange(b)]
+        k0 = int(np.searchsorted(self.g, cut.min(), side="left"))
+        k1 = int(np.searchsorted(self.g, cut.max(), side="left"))
+        base = self._base.get(k0)
+        if base is None:
+            if len(self._base) > 8:
+                self._base.clear()
+            base = self._base[k0] = _incidence(self.group[:k0], self.item[:k0], self.n_groups, self.n_items)
+        out = np.asarray(base @ wt)
+        step = max(1, _ELEMS // max(b, 1))
+        for s in range(k0, k1, step):  # sides whose significance differs between replicates
+            e = min(k1, s + step)
+            contrib = np.take(wt, self.item[s:e], axis=0) * (self.g[s:e, None] < cut[None, :])
+            out += np.asarray(_incidence(self.group[s:e], np.arange(e - s), self.n_groups, e - s) @ contrib)
+        return out
+
+
+class Replicates:
+    """α, KS, σ and per-annotator σ, α of item-weighted replicates of one table.
+
+    Built from what :func:`~.engine.agreement` computed; call it with item weights
+    ``w`` of shape ``(B, n_items)`` (item order of the coded table, ``item_labels``).
+    :meth:`from_table` builds it from a plain long table, as the engine would.
+    """
+
+    def __init__(self, ct: CodedTable, dist: Distance, prepared: object, do: np.ndarray, oi: np.ndarray,
+                 oj: np.ndarray, ex: Expected, *, form: str, p: float, ks_method: str, bandwidth: float,
+                 threshold: float, rng: np.random.Generator) -> None:
+        self.form, self.ks_method, self.n_items = form, ks_method, ct.n_items
+        self.item_labels, self.annotator_labels = ct.item_labels, ct.annotator_labels
+        n_items = ct.n_items
+        pair_item = ct.item[oi]
+        self.m = ct.item_size.astype(np.float64)
+        self.s_do = np.bincount(pair_item, weights=do, minlength=n_items)
+        self.n_o = np.bincount(pair_item, minlength=n_items).astype(np.float64)
+        self.linear = _Linear(n_items)
+        self.alpha_sums = self.linear.add_rows(np.stack((self.s_do, self.n_o, self.m, self.s_do / (self.m - 1.0),
+                                                          self.m * (self.m - 1.0))))
+
+        # chance distribution of a replicate
+        self.chance = self._chance(ct, dist, prepared, oi, oj, ex, rng, self.linear)
+        values = self.chance.values
+
+        # observed side: distinct levels, KS groups, σ sides
+        levels, g = np.unique(do, return_inverse=True)
+        g = g.ravel()
+        kpos = np.searchsorted(values, levels, side="right")[g]   # chance values ≤ d
+        self.ks_pos, kidx = np.unique(kpos, return_inverse=True)
+        self.ks_groups = self.linear.add(pair_item, kidx.ravel(), self.ks_pos.size)
+        # chance weight above each KS group = sums of the chance segments between groups
+        seg = np.searchsorted(self.ks_pos, np.arange(values.size), side="right")
+        self.ks_seg = _incidence(seg, np.arange(values.size), self.ks_pos.size + 1, values.size)
+        self.below = _Below(pair_item, np.zeros_like(pair_item), g, 1, levels.size, self.linear)
+        center = int(np.searchsorted(levels, threshold, side="left"))
+        self.cutoffs = _Cutoffs(values, bandwidth, p, levels, center)
+
+        # per annotator: each pair once per annotator in it
+        ann, ann_item, ann_d = annotator_pair_sides(pair_item, ct.annotator[oi], ct.annotator[oj], do)
+        n_ann = ct.annotator_labels.size
+        self.n_ann = n_ann
+        self.a_n = self.linear.add(ann_item, ann, n_ann)
+        self.a_sum = self.linear.add(ann_item, ann, n_ann, ann_d)
+        self.a_below = _Below(ann_item, ann, np.searchsorted(levels, ann_d), n_ann, levels.size, self.linear)
+        self.width = max(self.chance.width, values.size + 1, self.ks_pos.size, n_items, n_ann)
+
+    @staticmethod
+    def _chance(ct: CodedTable, dist: Distance, prepared: object, oi: np.ndarray, oj: np.ndarray, ex: Expected,
+                rng: np.random.Generator, linear: _Linear) -> _PairChance | _CellChance:
+        if ex.i is not None:
+            sel = _subsample(ex.distances.size, MAX_EXPECTED, rng)
+            return _PairChance(ct.item[ex.i[sel]], ct.item[ex.j[sel]], ex.distances[sel], ct.n_items)
+        # tabulated exactly from value counts (a scalar distance)
+        if isinstance(dist, ScalarDistance):
+            x = np.asarray(prepared, dtype=np.float64)
+            if dist.level == "nominal":
+                code = x.astype(np.int64)
+                domain = np.arange(int(code.max()) + 1, dtype=np.float64)
+            else:
+                domain, code = np.unique(x, return_inverse=True)
+                code = code.ravel()
+            if domain.size * (domain.size + 1) // 2 <= MAX_CELLS:
+                return _CellChance(ct, dist, oi, oj, domain, code, linear)
+        if ex.n_between <= MAX_EXPECTED:
+            ei, ej = all_between_pairs(ct)
+        else:
+            ei, ej = sample_between_pairs(ct, MAX_EXPECTED, rng)
+        de = check_distances(dist.compute(prepared, ei, ej), dist.name)
+        return _PairChance(ct.item[ei], ct.item[ej], de, ct.n_items)
+
+    @classmethod
+    def from_table(cls, table: pd.DataFrame, distance, *, p: float = 0.05, form: str = "canonical",
+                   expected_pairs=None, seed: int = 0, ks_method: str = "exact",
+                   duplicates: str = "error") -> "Replicates":
+        """The replicates :func:`~.engine.agreement` resamples for ``table`` (same seed, same pairs)."""
+        from .distances.registry import get_distance
+        from .distributional import ExpectedDistribution, sigma_threshold
+        from .engine import alpha_core
+        from .table import code_table
+
+        dist = get_distance(distance)
+        ct = code_table(table, duplicates)
+        rng = np.random.default_rng(seed)
+        core = alpha_core(ct, dist, form, expected_pairs, rng)
+        chance = ExpectedDistribution(core.expected.distances, core.expected.weights)
+        return cls(ct, dist, core.prepared, core.observed, core.i, core.j, core.expected, form=form, p=p,
+                   ks_method=ks_method, bandwidth=chance.bandwidth(), threshold=sigma_threshold(chance, p),
+                   rng=rng)
+
+    def __call__(self, w: np.ndarray) -> dict[str, np.ndarray]:
+        """Measures of replicates with item weights ``w`` (B, n_items); NaN where undefined.
+
+        Returns ``alpha, ks, sigma`` of shape (B,) and ``annotator_sigma, annotator_alpha``
+        of shape (B, n_annotators).
+        """
+        return self.transposed(np.ascontiguousarray(np.asarray(w, dtype=np.float64).T))
+
+    def transposed(self, wt: np.ndarray) -> dict[str, np.ndarray]:
+        """:meth:`__call__` with the weights given as ``wt`` of shape (n_items, B)."""
+        with _one_blas_thread():
+            return self._transposed(np.ascontiguousarray(wt, dtype=np.float64))
+
+    def _transposed(self, wt: np.ndarray) -> dict[str, np.ndarray]:
+        self.linear.evaluate(wt)
+        wu = self.chance.weights(wt)                                      # (U, B)
+        tot = wu.sum(axis=0)
+        ok = tot > 0
+        with np.errstate(invalid="ignore", divide="ignore"):
+            de_mean = np.where(ok, (self.chance.values @ wu) / tot, np.nan)
+            so, no, n_b, so_c, n_m1 = self.alpha_sums(wt)
+            if self.form == "pairwise":
+                d_e = de_mean
+                alpha = 1.0 - (so / no) / d_e
+            else:
+                do_c = 2.0 * so_c / n_b
+                n_between = (n_b * (n_b - 1.0) - n_m1) / 2.0
+                d_e = 2.0 * (so + de_mean * n_between) / (n_b * (n_b - 1.0))
+                alpha = 1.0 - do_c / d_e
+
+            # KS: mean over observed pairs of the chance weight above them / (total + 1)
+            seg = np.asarray(self.ks_seg @ wu)            # (K + 1, B): chance weight between groups
+            above = np.cumsum(seg[::-1], axis=0)[::-1][1:]                # (K, B): above each group
+            one_minus_p = above / (tot[None, :] + 1.0)
+            if self.ks_method == "scipy":
+                big = tot > 10000
+                if big.any():
+                    n = tot[None, big]
+                    z = np.sqrt(n / (n + 1.0)) * above[:, big] / n
+                    one_minus_p[:, big] = 1.0 - np.exp(-2.0 * z * z - 2.0 * z * (n + 2.0)
+                                                       / (3.0 * np.sqrt(n * (n + 1.0))))
+            ks = np.where(ok, np.einsum("kb,kb->b", self.ks_groups(wt), one_minus_p) / no, np.nan)
+
+            # σ: the share of observed weight below each replicate's own cut
+            cut = self.cutoffs(wu, tot)
+            cut_ok = np.where(ok, cut, 0)
+            sigma = np.where(ok, self.below(wt, cut_ok)[0] / no, np.nan)
+
+            cnt = self.a_n(wt)                                               # (n_ann, B)
+            a_sigma = np.where(ok[None, :], self.a_below(wt, cut_ok) / cnt, np.nan)
+            a_alpha = 1.0 - (self.a_sum(wt) / cnt) / d_e[None, :]
+        return {"alpha": alpha, "ks": ks, "sigma": sigma, "annotator_sigma": a_sigma.T,
+                "annotator_alpha": a_alpha.T}
+
+    def run(self, weights, transposed: bool = False) -> dict[str, np.ndarray]:
+        """Concatenated :meth:`__call__` (or :meth:`transposed`) over an iterable of weight blocks."""
+        parts = [self.transposed(w) if transposed else self(w) for w in weights]
+        return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+
+    def chunk(self) -> int:
+        """Replicates per block, bounding memory to a few blocks of ``_ELEMS`` floats."""
+        return max(1, _ELEMS // self.width)
+
+
+_BOUNDS = {"alpha": (-np.inf, 1.0), "ks": (0.0, 1.0), "sigma": (0.0, 1.0)}
+
+
+def _recentre(boot: np.ndarray, jack: np.ndarray, full: np.ndarray, estimate: np.ndarray,
+              bounds: tuple[float, float]) -> tuple[np.ndarray, np.ndarray]:
+    """Shift replicates by ``estimate − full`` where the replicate code's full-sample value
+    differs from the point estimate (a subsampled chance distribution); else leave them."""
+    with np.errstate(invalid="ignore"):
+        delta = np.where(np.abs(estimate - full) > 1e-12 * np.maximum(1.0, np.abs(estimate)), estimate - full, 0.0)
+    delta = np.where(np.isfinite(delta), delta, 0.0)
+    if not np.any(delta):
+        return boot, jack
+    return np.clip(boot + delta, *bounds), np.clip(jack + delta, *bounds)
 
 
 def bootstrap_intervals(ct: CodedTable, dist: Distance, prepared: object, do: np.ndarray, oi: np.ndarray,
                         oj: np.ndarray, ex: Expected, *, form: str, p: float, n_boot: int,
                         rng: np.random.Generator, ks_method: str, level: float, bandwidth: float,
-                        threshold: float, d_e: float, per_annotator: pd.DataFrame) -> dict[str, tuple[float, float]]:
+                        threshold: float, d_e: float, per_annotator: pd.DataFrame,
+                        estimates: dict[str, float] | None = None) -> dict[str, tuple[float, float]]:
     """BCa intervals of α, KS, σ; adds per-annotator interval columns in place.
 
-    The bias correction and acceleration of the BCa interval (Efron 1987) come from the
-    same replicate code fed with (grouped) jackknife weights; they matter with few items
-    and with discrete statistics such as σ, where plain percentile intervals undercover.
+    ``estimates`` are the point estimates the intervals belong to (default: the replicate
+    code's own full-sample values). The bias correction and acceleration of the BCa
+    interval (Efron 1987) come from the same replicate code fed with (grouped) jackknife
+    weights; they matter with few items and with discrete statistics such as σ. Quantile
+    levels are expanded for the number of items behind each interval
+    (:func:`~.bootstrap.expanded_level`), which keeps coverage near nominal with few items.
     """
+    rep = Replicates(ct, dist, prepared, do, oi, oj, ex, form=form, p=p, ks_method=ks_method,
+                     bandwidth=bandwidth, threshold=threshold, rng=rng)
     n_items = ct.n_items
-    pair_item = ct.item[oi]
-    m = ct.item_size.astype(np.float64)
-    s_do = np.bincount(pair_item, weights=do, minlength=n_items)
-    n_o = np.bincount(pair_item, minlength=n_items).astype(np.float64)
-
-    sel = _subsample(do.size, MAX_PAIRS, rng)
-    do_s, it_s = do[sel], pair_item[sel]
-    if ex.i is not None:
-        esel = _subsample(ex.distances.size, MAX_EXPECTED, rng)
-        ei, ej, de = ex.i[esel], ex.j[esel], ex.distances[esel]
-    else:  # tabulated exactly: draw item-aware pairs for the replicates
-        ei, ej = sample_between_pairs(ct, min(MAX_EXPECTED, max(ex.n_between, 1)), rng)
-        de = check_distances(dist.compute(prepared, ei, ej), dist.name)
-    order = np.argsort(de, kind="stable")
-    de, ia, ib = de[order], ct.item[ei][order], ct.item[ej][order]
-    pos = np.searchsorted(de, do_s, side="right")
-    sig = _Significance(de, p, bandwidth, do_s)
-    obs_level = np.searchsorted(sig.levels, do_s)
-
-    ann, ann_item, ann_d = annotator_pair_sides(pair_item, ct.annotator[oi], ct.annotator[oj], do)
-    n_ann = ct.annotator_labels.size
-    shape = (n_items, n_ann)
-    s_n = sparse.csr_matrix((np.ones_like(ann_d), (ann_item, ann)), shape=shape)
-    s_sum = sparse.csr_matrix((ann_d, (ann_item, ann)), shape=shape)
-    s_below = sparse.csr_matrix(((ann_d < threshold).astype(np.float64), (ann_item, ann)), shape=shape)
-
-    chunk = max(1, min(200, 4_000_000 // max(de.size, do_s.size, n_items, 1)))
-    s_nT, s_sumT, s_belowT = s_n.T.tocsr(), s_sum.T.tocsr(), s_below.T.tocsr()
-
-    def replicates(w: np.ndarray) -> tuple[np.ndarray, ...]:
-        """α, KS, σ and per-annotator σ, α of replicates with item weights ``w`` (B, n_items)."""
-        we = w[:, ia] * w[:, ib]
-        tot = we.sum(axis=1)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            de_mean = (we @ de) / tot
-            if form == "pairwise":
-                alpha = 1.0 - ((w @ s_do) / (w @ n_o)) / de_mean
-            else:
-                n_b = w @ m
-                do_c = 2.0 * (w @ (s_do / (m - 1.0))) / n_b
-                n_between = (n_b * (n_b - 1.0) - w @ (m * (m - 1.0))) / 2.0
-                de_c = 2.0 * (w @ s_do + de_mean * n_between) / (n_b * (n_b - 1.0))
-                alpha = 1.0 - do_c / de_c
-            wo = w[:, it_s]
-            wo_tot = wo.sum(axis=1)
-            cum0 = np.concatenate((np.zeros((we.shape[0], 1)), np.cumsum(we, axis=1)), axis=1)
-            above = tot[:, None] - cum0[:, pos]
-            one_minus_p = above / (tot[:, None] + 1.0)
-            if ks_method == "scipy":
-                big = tot > 10000
-                if big.any():
-                    n = tot[big, None]
-                    z = np.sqrt(n / (n + 1.0)) * above[big] / n
-                    one_minus_p[big] = 1.0 - np.exp(-2.0 * z * z - 2.0 * z * (n + 2.0) / (3.0 * np.sqrt(n * (n + 1.0))))
-            ks = (wo * one_minus_p).sum(axis=1) / wo_tot
-            cut = sig.cutoffs(we, tot)
-            sigma = np.where(cut >= 0, (wo * (obs_level[None, :] < cut[:, None])).sum(axis=1) / wo_tot, np.nan)
-            wt = np.ascontiguousarray(w.T)  # sparse @ dense wants C order: transpose once per chunk
-            cnt = (s_nT @ wt).T
-            a_sig = (s_belowT @ wt).T / cnt
-            a_alpha = 1.0 - ((s_sumT @ wt).T / cnt) / d_e if d_e > 0 else np.full_like(cnt, np.nan)
-        return alpha, ks, sigma, a_sig, a_alpha
-
-    def run(weights) -> list[np.ndarray]:
-        parts = [replicates(w) for w in weights]
-        return [np.concatenate([p[k] for p in parts]) for k in range(5)]
-
-    boot = run(iter_multiplicities(n_items, n_boot, rng, chunk=chunk, dtype=np.float64))
-    jack = run(jackknife_weights(n_items, chunk=chunk))
-    full = replicates(np.ones((1, n_items)))
-    names = ("alpha", "ks", "sigma")
-    out = {k: bca_interval(boot[q], jack[q], float(full[q][0]), level) for q, k in enumerate(names)}
-    for q, name in ((3, "sigma"), (4, "alpha")):
-        bounds = np.array([bca_interval(boot[q][:, a], jack[q][:, a], float(full[q][0, a]), level)
-                           for a in range(n_ann)]).reshape(n_ann, 2)
+    chunk = rep.chunk()
+    full = rep(np.ones((1, n_items)))
+    boot = rep.run(iter_multiplicities(n_items, n_boot, rng, chunk=chunk, dtype=np.float64, transposed=True),
+                   transposed=True)
+    jack = rep.run(jackknife_weights(n_items, chunk=chunk))
+    out = {}
+    for name in ("alpha", "ks", "sigma"):
+        est = float(full[name][0]) if estimates is None else float(estimates[name])
+        b, j = _recentre(boot[name], jack[name], full[name][0], np.float64(est), _BOUNDS[name])
+        out[name] = bca_interval(b, j, est, level, n_units=n_items)
+    units = (per_annotator["n_items"].to_numpy() if "n_items" in per_annotator
+             else np.full(rep.n_ann, n_items))
+    for name in ("sigma", "alpha"):
+        key = f"annotator_{name}"
+        est = per_annotator[name].to_numpy(dtype=np.float64) if name in per_annotator else full[key][0]
+        b, j = _recentre(boot[key], jack[key], full[key][0], est, _BOUNDS[name])
+        bounds = np.array([bca_interval(b[:, a], j[:, a], float(est[a]), level, n_units=int(units[a]))
+                           for a in range(rep.n_ann)]).reshape(rep.n_ann, 2)
         per_annotator[f"{name}_ci_low"] = bounds[:, 0]
         per_annotator[f"{name}_ci_high"] = bounds[:, 1]
     return out

@@ -107,7 +107,7 @@ class DistanceChoice:
         sorted by KS, best first (paper 000's Table 1 layout).
     winner : str
         Registry name of the candidate with the highest KS (ties: higher σ, then the
-        earlier candidate).
+        earlier candidate); candidates without variation (every distance 0) rank last.
     results : dict[str, AgreementResult]
     errors : dict[str, str]
         Candidates that could not be computed on this table, with the reason.
@@ -166,7 +166,10 @@ def choose_distance(table: pd.DataFrame, candidates: Sequence[str] | None = None
     rows = [{"distance": n, "alpha": r.alpha, "ks": r.ks, "sigma": r.sigma,
              "ks_statistic": r.ks_statistic, "n_pairs": r.n_pairs} for n, r in results.items()]
     df = pd.DataFrame(rows, columns=["distance", "alpha", "ks", "sigma", "ks_statistic", "n_pairs"])
-    order = sorted(range(len(rows)), key=lambda k: (-_key(rows[k]["ks"]), -_key(rows[k]["sigma"]), k))
+    # a candidate under which every distance is 0 (no variation) says nothing about agreement:
+    # its KS of 0 must not tie with, or beat, a candidate that does separate
+    flat = [not results[r["distance"]].d_e > 0 for r in rows]
+    order = sorted(range(len(rows)), key=lambda k: (flat[k], -_key(rows[k]["ks"]), -_key(rows[k]["sigma"]), k))
     df = df.iloc[order].reset_index(drop=True)
     return DistanceChoice(table=df, winner=str(df["distance"].iloc[0]), results=results, errors=errors)
 

@@ -14,14 +14,56 @@ import math
 
 import numpy as np
 from scipy.optimize import brentq
-from scipy.special import ndtr
+from scipy.special import erf, ndtr
 
 __all__ = ["ExpectedDistribution", "ks_score", "ks_statistic", "kde_bandwidth", "sigma_threshold", "sigma_score",
-           "kde_mass"]
+           "kde_mass", "kernel_mass", "P_MIN", "P_STABLE"]
 
 # Beyond this many standard deviations ndtr() is exactly 0.0 or 1.0 in float64
 # (Φ(9) = 1 - 1.1e-19), so kernel sums only need the points within the window.
 _WINDOW = 9.0
+#: Below this p the KDE mass is summed kernel by kernel without cancellation (each
+#: kernel's own mass on [0, d], far tails included): ``Φ(a) − Φ(b)`` loses about 1e-16
+#: absolutely, which only matters when p itself is that small.
+P_STABLE = 1e-8
+#: The smallest significance level σ accepts: below it the KDE mass underflows float64.
+P_MIN = 1e-300
+
+_SQRT2 = math.sqrt(2.0)
+_SQRT2PI = math.sqrt(2.0 * math.pi)
+_GL_X, _GL_W = np.polynomial.legendre.leggauss(8)
+
+
+def kernel_mass(d: np.ndarray | float, x: np.ndarray | float, h: float) -> np.ndarray:
+    """Mass on ``[0, d]`` of a Gaussian kernel centred at ``x ≥ 0`` with bandwidth ``h > 0``.
+
+    ``Φ((d − x)/h) − Φ(−x/h)`` for ``d ≥ 0``, evaluated without cancellation, so its
+    relative accuracy holds down to float64 underflow (~1e-300): the difference of two
+    nearly equal Φ values is replaced by the sum of two erf halves (``x < d``), by
+    Gauss–Legendre quadrature of the density over ``[d − x, −x]/h`` when that interval is
+    short against the density's scale, and by the plain difference otherwise (where the
+    two Φ differ by a factor ≥ 1.6). ``d`` and ``x`` broadcast.
+    """
+    d, x = np.broadcast_arrays(np.asarray(d, dtype=np.float64), np.asarray(x, dtype=np.float64))
+    a = (d - x) / h
+    t = d / h
+    out = np.empty(a.shape)
+    right = a > 0  # −x/h ≤ 0 < a: the interval straddles the kernel's centre
+    out[right] = 0.5 * (erf(a[right] / _SQRT2) + erf(x[right] / (h * _SQRT2)))
+    left = ~right
+    al, tl = a[left], t[left]
+    res = np.empty(al.shape)
+    short = tl * np.maximum(-al, 1.0) <= 0.5
+    if short.any():
+        # ∫_{a−t}^{a} φ = φ(a) ∫_0^t exp(a u − u²/2) du; the integrand varies by < e^0.625
+        a_s, t_s = al[short], tl[short]
+        u = 0.5 * t_s[:, None] * (1.0 + _GL_X[None, :])
+        integral = 0.5 * t_s * (np.exp(a_s[:, None] * u - 0.5 * u * u) @ _GL_W)
+        res[short] = np.exp(-0.5 * a_s * a_s) / _SQRT2PI * integral
+    long_ = ~short
+    res[long_] = ndtr(al[long_]) - ndtr(al[long_] - tl[long_])
+    out[left] = res
+    return out
 
 
 class ExpectedDistribution:
@@ -144,21 +186,37 @@ def kde_bandwidth(expected: np.ndarray, weights: np.ndarray | None = None) -> fl
 
 
 class _KdeMass:
-    """``F(d) = ∫₀^d kde(x) dx`` for a (weighted) Gaussian KDE, windowed on sorted data."""
+    """``F(d) = ∫₀^d kde(x) dx`` for a (weighted) Gaussian KDE, windowed on sorted data.
 
-    def __init__(self, dist: ExpectedDistribution, bandwidth: float | None):
+    With ``stable=True`` every kernel's mass is summed as :func:`kernel_mass` (no
+    subtraction of nearly equal totals, no truncated tail), for tiny ``p``.
+    """
+
+    def __init__(self, dist: ExpectedDistribution, bandwidth: float | None, stable: bool = False):
         self.dist = dist
         self.x = dist.x
         self.w = dist.w if dist.w is not None else None
         self.total = dist.total
         self.bw = dist.bandwidth() if bandwidth is None else float(bandwidth)
+        if not math.isfinite(self.bw) or self.bw < 0:
+            raise ValueError(f"bandwidth must be finite and >= 0, got {self.bw!r}")
+        self.stable = stable and self.bw > 0
         if self.bw > 0:
             phi0 = ndtr(-self.x / self.bw)
             self.below_zero = float(phi0.sum() if self.w is None else np.dot(self.w, phi0)) / self.total
+            if self.stable:  # Σ over kernels left of the window of their whole mass above 0
+                full = ndtr(self.x / self.bw)
+                self.cum_full = np.concatenate(([0.0], np.cumsum(full if self.w is None else self.w * full)))
         else:
             self.below_zero = float(dist.weight_upto(int(np.searchsorted(self.x, 0.0, side="left")))) / self.total
 
     def __call__(self, d: float) -> float:
+        if self.stable:  # Φ(−39) underflows float64: farther kernels add exactly nothing
+            lo = int(np.searchsorted(self.x, d - _WINDOW * self.bw, side="left"))
+            hi = int(np.searchsorted(self.x, d + 39.0 * self.bw, side="right"))
+            k = kernel_mass(d, self.x[lo:hi], self.bw)
+            inside = k.sum() if self.w is None else np.dot(self.w[lo:hi], k)
+            return float((self.cum_full[lo] + inside) / self.total)
         if self.bw <= 0:
             # degenerate (all expected distances equal): the KDE is a point mass
             return float(self.dist.weight_upto(int(np.searchsorted(self.x, d, side="right")))) / self.total \
@@ -171,7 +229,31 @@ class _KdeMass:
 
     @property
     def sup(self) -> float:
-        return 1.0 - self.below_zero
+        return float(self.cum_full[-1] / self.total) if self.stable else 1.0 - self.below_zero
+
+
+def _bits(x: float) -> int:
+    return int(np.float64(x).view(np.int64))
+
+
+def _from_bits(b: int) -> float:
+    return float(np.int64(b).view(np.float64))
+
+
+def _first_reaching(f, p: float, lo: float, hi: float) -> float:
+    """The smallest float64 ``d`` in ``(lo, hi]`` with ``f(d) >= p``, given ``f(lo) < p <= f(hi)``.
+
+    Bisection on the bit patterns of non-negative doubles (ordered like the values):
+    at most 64 steps, and exact wherever ``f`` is monotone.
+    """
+    a, b = _bits(lo), _bits(hi)
+    while b - a > 1:
+        mid = (a + b) // 2
+        if f(_from_bits(mid)) >= p:
+            b = mid
+        else:
+            a = mid
+    return _from_bits(b)
 
 
 def kde_mass(d: np.ndarray, expected: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
@@ -187,23 +269,35 @@ def sigma_threshold(expected: np.ndarray | ExpectedDistribution, p: float = 0.05
     ``F`` is the Gaussian-KDE mass of the expected distances on ``[0, d]`` (Scott's
     bandwidth), increasing in ``d``, so one root search replaces evaluating the KDE at
     every observed point (measures.md §3). Each evaluation costs O(points within 9
-    bandwidths of ``d``); Brent's method needs a dozen of them.
+    bandwidths of ``d``); Brent's method narrows the root in a dozen, and a bisection on
+    the bit patterns of doubles then returns the first double where ``F`` reaches ``p``,
+    so ``d < d*`` is exactly ``F(d) < p``. Below ``p = 1e-8`` the mass is summed kernel by
+    kernel without cancellation (:func:`kernel_mass`) and found by that bisection alone,
+    which stays exact down to ``P_MIN = 1e-300``.
 
     Parameters
     ----------
     expected : array, shape (n_expected,), or an ExpectedDistribution
-    p : float in (0, 1)
+    p : float in [1e-300, 1)
     weights : array, shape (n_expected,), optional
     bandwidth : float, optional — override Scott's rule (bootstrap keeps it fixed).
 
     Returns
     -------
     float; ``inf`` if the KDE never reaches mass ``p`` above 0 (everything significant).
+
+    Raises
+    ------
+    ValueError
+        ``p`` outside ``(0, 1)`` or below ``P_MIN`` (its mass underflows double precision).
     """
     if not 0.0 < p < 1.0:
         raise ValueError(f"p must be in (0, 1), got {p}")
+    if p < P_MIN:
+        raise ValueError(f"p must be at least {P_MIN:g}, got {p:g}: a smaller kernel density mass "
+                         "underflows double precision")
     dist = _as_distribution(expected, weights)
-    f = _KdeMass(dist, bandwidth)
+    f = _KdeMass(dist, bandwidth, stable=p < P_STABLE)
     if f.total <= 0:
         raise ValueError("sigma needs at least one expected distance")
     if f.sup < p:
@@ -217,26 +311,24 @@ def sigma_threshold(expected: np.ndarray | ExpectedDistribution, p: float = 0.05
     hi = float(dist.x[-1]) + _WINDOW * f.bw
     if f(hi) < p:
         return math.inf
-    try:
-        root = brentq(lambda d: f(d) - p, 0.0, hi, xtol=1e-14, rtol=4 * np.finfo(float).eps, maxiter=500)
-    except (RuntimeError, ValueError):  # an extreme p (1e-300) can defeat Brent: plain bisection
-        lo_, hi_ = 0.0, hi
-        for _ in range(2000):
-            mid = 0.5 * (lo_ + hi_)
-            if mid in (lo_, hi_):
+    if f(0.0) >= p:  # only rounding can put mass p on [0, 0]
+        return 0.0
+    lo = 0.0
+    if not f.stable:
+        # Brent narrows the bracket in a dozen evaluations; the bit bisection below makes
+        # the threshold exact. (A tiny p is left to the bisection: Brent's tolerance is
+        # relative to the bracket, not to a root near 1e-300.)
+        root = brentq(lambda d: f(d) - p, 0.0, hi, xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=200,
+                      full_output=True, disp=False)[0]
+        step = max(abs(root) * 1e-13, 1e-300)
+        for _ in range(40):
+            a, b = max(root - step, 0.0), min(root + step, hi)
+            if (a == 0.0 or f(a) < p) and f(b) >= p:
+                lo, hi = a, b
                 break
-            lo_, hi_ = (lo_, mid) if f(mid) >= p else (mid, hi_)
-        root = hi_
-    # significance is F(d) < p: step to the side of the root where that switches
-    for _ in range(64):
-        if f(root) >= p:
-            break
-        root = np.nextafter(root, math.inf)
-    for _ in range(64):
-        if root <= 0 or f(np.nextafter(root, 0.0)) < p:
-            break
-        root = np.nextafter(root, 0.0)
-    return float(root)
+            step *= 16.0
+    # significance is F(d) < p: the threshold is the first double where F reaches p
+    return _first_reaching(f, p, lo, hi)
 
 
 def sigma_score(observed: np.ndarray, threshold: float) -> float:

@@ -188,14 +188,15 @@ def agreement(
     pair_item = ct.item[oi]
     per_item = per_item_table(ct, pair_item, do, threshold, d_e, flag_below)
     per_ann = per_annotator_table(ct, pair_item, ct.annotator[oi], ct.annotator[oj], do, threshold, d_e)
+    ks = ks_score(do, chance, method=ks_method)
+    sigma = sigma_score(do, threshold)
     ci: dict[str, tuple[float, float]] = {}
     if bootstrap:
         ci = bootstrap_intervals(ct, dist, prepared, do, oi, oj, ex, form=form, p=p, n_boot=bootstrap,
                                  rng=rng, ks_method=ks_method, level=level,
                                  bandwidth=chance.bandwidth(), threshold=threshold,
-                                 d_e=d_e, per_annotator=per_ann)
-    ks = ks_score(do, chance, method=ks_method)
-    sigma = sigma_score(do, threshold)
+                                 d_e=d_e, per_annotator=per_ann,
+                                 estimates={"alpha": alpha, "ks": ks, "sigma": sigma})
     interval_notes = _guard_intervals(ci, {"alpha": alpha, "ks": ks, "sigma": sigma}, per_ann) if ci else []
     return AgreementResult(
         alpha=alpha,
@@ -271,41 +272,58 @@ def _name_pair(exc: ValueError, ct: CodedTable, oi: np.ndarray, oj: np.ndarray) 
 _TOL = 1e-9
 
 
+_NO_INTERVAL = {  # why an interval is not shown: (project sentence, per-annotator sentence)
+    "undefined": ("no bootstrap replicate defined it", "no bootstrap replicate defined them"),
+    "flat": ("every bootstrap replicate gave {lo:.4g}, so the resampling shows no uncertainty (too few items, "
+             "or no variation)", "every bootstrap replicate gave one value (no uncertainty shown)"),
+    "misses": ("the bootstrap interval [{lo:.4g}, {hi:.4g}] does not contain the estimate {x:.4g} (too few "
+               "items, or a very skewed resampling distribution)", "they did not contain their estimate"),
+}
+
+
+def _interval_problem(lo: float, hi: float, x: float) -> str | None:
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return "undefined"
+    if hi == lo:
+        return "flat"
+    if not (lo < hi and lo - _TOL <= x <= hi + _TOL):
+        return "misses"
+    return None
+
+
 def _guard_intervals(ci: dict[str, tuple[float, float]], point: dict[str, float],
                      per_annotator: pd.DataFrame) -> list[str]:
-    """Null (NaN) every interval that does not contain its own estimate, and say why.
+    """Null (NaN) every interval that is not finite, has no width, or does not contain its
+    own estimate, and say why; an endpoint within rounding (1e-9) of the estimate is moved
+    onto it, so a shown interval always contains its estimate.
 
-    A percentile interval can miss its estimate when the estimate sits where the
-    bootstrap distribution has almost no mass (few items, a skewed statistic); such an
-    interval would mislead, so it is not shown.
+    Such intervals arise with very few items or a resampling distribution concentrated on
+    one value; they would mislead, so they are not shown.
     """
     notes = []
     for name, (lo, hi) in list(ci.items()):
         x = point.get(name, math.nan)
-        if not (math.isfinite(lo) and math.isfinite(hi) and math.isfinite(x)):
-            if math.isfinite(x):
-                ci[name] = (math.nan, math.nan)
-                notes.append(f"no interval for {name}: no bootstrap replicate defined it")
-            continue
-        if not lo - _TOL <= x <= hi + _TOL:
+        problem = _interval_problem(lo, hi, x) if math.isfinite(x) else "undefined"
+        if problem:
             ci[name] = (math.nan, math.nan)
-            notes.append(f"no interval for {name}: the bootstrap interval [{lo:.4g}, {hi:.4g}] does not "
-                         f"contain the estimate {x:.4g} (too few items, or a very skewed resampling "
-                         "distribution)")
-    hidden = 0
+            if math.isfinite(x):
+                notes.append(f"no interval for {name}: " + _NO_INTERVAL[problem][0].format(lo=lo, hi=hi, x=x))
+        else:
+            ci[name] = (min(lo, x), max(hi, x))
     for name in ("sigma", "alpha"):
         lo_c, hi_c = f"{name}_ci_low", f"{name}_ci_high"
         if lo_c not in per_annotator.columns or name not in per_annotator.columns:
             continue
         x = per_annotator[name].to_numpy(dtype=float)
         lo, hi = per_annotator[lo_c].to_numpy(dtype=float), per_annotator[hi_c].to_numpy(dtype=float)
-        with np.errstate(invalid="ignore"):
-            bad = np.isfinite(x) & ~((lo - _TOL <= x) & (x <= hi + _TOL))
-        if bad.any():
-            per_annotator.loc[bad, [lo_c, hi_c]] = np.nan
-            hidden += int(bad.sum())
-    if hidden:
-        notes.append(f"{hidden} per-annotator interval(s) not shown: they did not contain their estimate")
+        problems = [_interval_problem(a, b, c) if math.isfinite(c) else "undefined" for a, b, c in zip(lo, hi, x)]
+        bad = np.array([q is not None for q in problems], dtype=bool)
+        per_annotator[lo_c] = np.where(bad, np.nan, np.fmin(lo, x))
+        per_annotator[hi_c] = np.where(bad, np.nan, np.fmax(hi, x))
+        for problem in _NO_INTERVAL:
+            k = sum(q == problem and math.isfinite(c) for q, c in zip(problems, x))
+            if k:
+                notes.append(f"{k} per-annotator {name} interval(s) not shown: {_NO_INTERVAL[problem][1]}")
     return notes
 
 
@@ -313,10 +331,15 @@ def _diagnostics(do: np.ndarray, ex: Expected, ct: CodedTable) -> list[str]:
     """The pathologies of paper 000 §6.1 that make KS/σ hard to read."""
     notes = []
     e, w = ex.distances, ex.weights if ex.weights is not None else np.ones_like(ex.distances)
-    if e.size and w[e <= e.min()].sum() / w.sum() > 0.5:
+    if not (ex.total_sum > 0 or ex.between_mean > 0 or (e.size and e.max() > 0)):
+        # every distance is 0 (one answer throughout, or an optional control nobody used):
+        # no pathology of the distributions, agreement is simply undefined
+        notes.append("no variation: every distance between values is 0, so chance agreement is perfect "
+                     "and α, KS and σ are undefined (not low)")
+    elif e.size and w[e <= e.min()].sum() / w.sum() > 0.5:
         notes.append("expected distances piled at the low end: few possible values, so chance agreement "
                      "is high and σ can only be small")
-    if do.size and e.size and e.max() > 0 and np.mean(do >= e.max()) > 0.5:
+    if do.size and e.size and e.max() > 0 and do.max() > 0 and np.mean(do >= e.max()) > 0.5:
         notes.append("observed distances piled at the high end: a strict (exact-match) distance; "
                      "a lenient distance may separate agreement from chance better")
     if ct.n_unpairable:

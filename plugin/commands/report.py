@@ -52,13 +52,13 @@ def _settings(args: argparse.Namespace):  # -> ReportSettings
         settings.include_predictions = True
     if args.bootstrap is not None:
         if args.bootstrap < 0:
-            raise ValueError("--bootstrap must be >= 0")
+            raise ValueError(f"--bootstrap must be >= 0, got {args.bootstrap}")
         settings.bootstrap = args.bootstrap
     if args.seed is not None:
         if args.seed < 0:
-            raise ValueError("--seed must be >= 0")
+            raise ValueError(f"--seed must be >= 0, got {args.seed}")
         settings.seed = args.seed
-    return settings
+    return settings.validate()
 
 
 def _write(text: str, path: str | None) -> None:
@@ -79,11 +79,27 @@ def _check_distances(settings) -> None:  # unknown names are bad input, found be
         raise ValueError(f"unknown distance(s) {bad}; available: {', '.join(sorted(known))}")
 
 
+def _rendered(render, report: dict):
+    """``render(report)`` with Python warnings (matplotlib, numpy) turned into report
+    warnings, never raw lines on stderr; rendered again when there were some, so the page
+    lists them."""
+    from ls_agreement.adapters.report import collect_warnings
+
+    caught: list[str] = []
+    with collect_warnings(caught, "rendering the report"):
+        out = render(report)
+    if not caught:
+        return out
+    report["warnings"].extend(caught)
+    with collect_warnings([], "rendering the report"):
+        return render(report)
+
+
 def run(args: argparse.Namespace) -> int:
     """Build the report and write it; return an exit code (see plugin/cli.py)."""
     from ls_agreement.adapters.errors import AdapterError
     from ls_agreement.adapters.render import render_csv, render_html
-    from ls_agreement.adapters.report import build_report
+    from ls_agreement.adapters.report import build_report, collect_warnings
     from ls_agreement.adapters.tasks import load_export
 
     try:
@@ -93,8 +109,11 @@ def run(args: argparse.Namespace) -> int:
             config_xml = Path(args.config).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise ValueError(f"cannot read config {args.config!r}: {exc}") from None
-        tasks = load_export(args.export)
+        reading: list[str] = []
+        with collect_warnings(reading, "reading the export"):
+            tasks = load_export(args.export)
         report = build_report(config_xml, tasks, settings)
+        report["warnings"][:0] = reading
     except (AdapterError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -107,9 +126,9 @@ def run(args: argparse.Namespace) -> int:
         if args.format == "json":
             _write(json.dumps(report, indent=1, allow_nan=False, default=str), args.out)
         elif args.format == "html":
-            _write(render_html(report), args.out)
+            _write(_rendered(render_html, report), args.out)
         else:
-            tasks_csv, ann_csv = render_csv(report)
+            tasks_csv, ann_csv = _rendered(render_csv, report)
             if args.out:
                 out = Path(args.out)
                 _write(tasks_csv, str(out))
