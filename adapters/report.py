@@ -35,6 +35,9 @@ REPORT_VERSION = 1
 SEED_KEYS = ("kappa_x", "span_f1", "crowdtruth")
 _HIST_BINS = 30
 _MIN_MODAL_PAIRS = 100
+# Past this many annotators on a control, the co-annotator map (annotators² entries) would
+# dwarf the rest of the report: it is left out, with a warning saying so.
+MAX_CO_ANNOTATORS = 100
 
 
 def _num(v: Any) -> float | None:
@@ -219,7 +222,7 @@ def control_report(ctl: ControlData, settings: ReportSettings) -> dict[str, Any]
             entry["diagnostics"].append(f"expected distances are multi-modal ({modes} modes): one "
                                         "threshold d* summarises them poorly")
     entry["items"] = _items(res.per_item, table)
-    entry["annotators"] = _annotators(res, ctl)
+    entry["annotators"] = _annotators(res, ctl, entry)
     if not res.d_e > 0:
         _unmeasured(entry, "no_variation", NO_VARIATION.format(distance=res.distance))
     return entry
@@ -242,27 +245,44 @@ def _items(per_item: pd.DataFrame, table: pd.DataFrame) -> dict[str, dict]:
     return out
 
 
-def _annotators(res: Any, ctl: ControlData) -> dict[str, dict]:
-    pa = res.per_annotator
-    pairs = res.pairs
-    both = pd.concat([
-        pairs.rename(columns={"annotator_a": "a", "annotator_b": "b"})[["a", "b", "distance"]],
-        pairs.rename(columns={"annotator_b": "a", "annotator_a": "b"})[["a", "b", "distance"]],
-    ])
-    mean_pairs = both.groupby(["a", "b"], sort=True)["distance"].mean()
+def _co_annotators(pairs: pd.DataFrame) -> dict[str, dict[str, float | None]]:
+    """Mean distance of every annotator to each co-annotator, from the observed pairs."""
+    a_codes, labels = pd.factorize(pd.concat([pairs["annotator_a"], pairs["annotator_b"]]).astype(str))
+    n, m = len(labels), len(pairs)
+    a, b = a_codes[:m], a_codes[m:]
+    key = np.concatenate([a * n + b, b * n + a])
+    d = np.tile(pairs["distance"].to_numpy(dtype=float), 2)
+    count = np.bincount(key, minlength=n * n)
+    total = np.bincount(key, d, minlength=n * n)
     co: dict[str, dict[str, float | None]] = {}
-    for (a, b), d in mean_pairs.items():
-        co.setdefault(str(a), {})[str(b)] = _num(d)
+    for k in np.flatnonzero(count):
+        co.setdefault(labels[k // n], {})[labels[k % n]] = _num(total[k] / count[k])
+    return {x: dict(sorted(v.items())) for x, v in co.items()}
+
+
+def _annotators(res: Any, ctl: ControlData, entry: dict) -> dict[str, dict]:
+    pa = res.per_annotator
+    if len(pa) <= MAX_CO_ANNOTATORS:
+        co = _co_annotators(res.pairs)
+    else:
+        co = {}
+        entry["warnings"].append(f"co-annotator distances left out: {len(pa)} annotators, more than "
+                                 f"{MAX_CO_ANNOTATORS} (the map would hold {len(pa) ** 2:,} entries)")
     out: dict[str, dict] = {}
-    for a, row in zip(pa.index, pa.to_dict("records")):
+    names = ctl.annotator_names
+    cols = {c: pa[c].to_numpy() for c in pa.columns}
+    has_ci = "sigma_ci_low" in cols
+    for k, a in enumerate(pa.index):
         key = str(a)
-        rec = {"name": ctl.annotator_names.get(key, key), "sigma": _num(row.get("sigma")),
-               "alpha": _num(row.get("alpha")), "mean_distance": _num(row.get("mean_distance")),
-               "n_pairs": int(row.get("n_pairs", 0) or 0), "n_items": int(row.get("n_items", 0) or 0),
+        rec = {"name": names.get(key, key), "sigma": _num(cols["sigma"][k]) if "sigma" in cols else None,
+               "alpha": _num(cols["alpha"][k]) if "alpha" in cols else None,
+               "mean_distance": _num(cols["mean_distance"][k]) if "mean_distance" in cols else None,
+               "n_pairs": int(cols["n_pairs"][k]) if "n_pairs" in cols else 0,
+               "n_items": int(cols["n_items"][k]) if "n_items" in cols else 0,
                "pairs": co.get(key, {})}
-        if "sigma_ci_low" in row:
-            rec["ci"] = {"sigma": [_num(row.get("sigma_ci_low")), _num(row.get("sigma_ci_high"))],
-                         "alpha": [_num(row.get("alpha_ci_low")), _num(row.get("alpha_ci_high"))]}
+        if has_ci:
+            rec["ci"] = {"sigma": [_num(cols["sigma_ci_low"][k]), _num(cols["sigma_ci_high"][k])],
+                         "alpha": [_num(cols["alpha_ci_low"][k]), _num(cols["alpha_ci_high"][k])]}
         out[key] = rec
     return out
 

@@ -10,8 +10,8 @@ control's entry, each only where it applies:
 * ``"span_f1"`` — chance-corrected span F1 (paper 003) for Labels on Text, characters
   mapped to nltk tokens through ``control.texts``;
 * ``"crowdtruth"`` — CrowdTruth 2.0 scores (paper 004) for Choices and Taxonomy
-  (closed) and for spans (open: answers are the distinct (start, end, label) given on a
-  task).
+  (closed) and for spans (open: answers are the (start, end, label) given on a task, counted as often as
+  given).
 
 Everything returned is JSON-serialisable: str keys, floats, None for undefined.
 """
@@ -110,8 +110,10 @@ def span_f1_section(control: Any, settings: Any) -> dict[str, Any] | None:
     return d
 
 
-def _span_answers(value: Any) -> frozenset:
-    return frozenset(f"{sp.start}-{sp.end}:{sp.label}" for sp in (value or ()) if isinstance(sp, Span))
+def _span_answers(value: Any) -> list[str]:
+    """A judgement's span answers, each as often as it was given: CrowdTruth-core counts a
+    span marked twice in one annotation twice (its judgement vectors are counts)."""
+    return sorted(f"{sp.start}-{sp.end}:{sp.label}" for sp in (value or ()) if isinstance(sp, Span))
 
 
 def _closed_options(control: Any, table: pd.DataFrame, taxonomy: bool) -> list[str]:

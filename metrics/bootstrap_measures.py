@@ -36,7 +36,7 @@ import pandas as pd
 from scipy import sparse
 from scipy.special import ndtr
 
-from .bootstrap import bca_interval, iter_multiplicities, jackknife_weights
+from .bootstrap import bca_interval, bca_intervals, iter_multiplicities, jackknife_weights
 from .distances.base import Distance, check_distances
 from .distances.scalars import ScalarDistance
 from .distributional import _WINDOW, P_STABLE, kernel_mass
@@ -50,6 +50,7 @@ MAX_EXPECTED = 50_000     # expected pairs behind each replicate's chance distri
 MAX_CELLS = 20_000        # value pairs of an exact scalar chance distribution in replicates
 _ELEMS = 4_000_000        # float64 elements of one (replicates × something) block
 _DENSE_COLS = 32          # item × group matrices up to this many columns multiply densely
+_MAX_LEVEL_COLS = 200_000  # (group, level) columns of one σ-side map, at most
 
 
 _BLAS: list = []
@@ -402,9 +403,12 @@ class _Below:
     def __init__(self, item: np.ndarray, group: np.ndarray, g: np.ndarray, n_groups: int, n_levels: int,
                  linear: _Linear) -> None:
         self.n_groups, self.n_levels, self.n_items = n_groups, n_levels, linear.n_items
-        if n_groups * n_levels <= 2 * _DENSE_COLS:
-            self.by_level = linear.add(item, group * n_levels + g, n_groups * n_levels,
-                                       dense_up_to=2 * _DENSE_COLS)
+        # one column per (group, level) while that is no more than the sides themselves:
+        # many annotators on few distinct distances (a crowd project) then cost their
+        # combinations, not every side of every replicate
+        combos = n_groups * n_levels
+        if combos <= 2 * _DENSE_COLS or (combos <= item.size // 4 and combos <= _MAX_LEVEL_COLS):
+            self.by_level = linear.add(item, group * n_levels + g, combos, dense_up_to=2 * _DENSE_COLS)
             return
         self.by_level = None
         order = np.argsort(g, kind="stable")
@@ -637,8 +641,7 @@ def bootstrap_intervals(ct: CodedTable, dist: Distance, prepared: object, do: np
         key = f"annotator_{name}"
         est = per_annotator[name].to_numpy(dtype=np.float64) if name in per_annotator else full[key][0]
         b, j = _recentre(boot[key], jack[key], full[key][0], est, _BOUNDS[name])
-        bounds = np.array([bca_interval(b[:, a], j[:, a], float(est[a]), level, n_units=int(units[a]))
-                           for a in range(rep.n_ann)]).reshape(rep.n_ann, 2)
+        bounds = bca_intervals(b, j, est, level, n_units=units).reshape(rep.n_ann, 2)
         per_annotator[f"{name}_ci_low"] = bounds[:, 0]
         per_annotator[f"{name}_ci_high"] = bounds[:, 1]
     return out

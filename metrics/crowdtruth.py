@@ -23,7 +23,8 @@ vector), so a closed task with a large option set costs no more than its answers
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -72,13 +73,27 @@ class CrowdTruthResult:
         }
 
 
-def _answers(value: Any, item: Any, ann: Any) -> frozenset:
+def _answers(value: Any, item: Any, ann: Any) -> dict[Any, float]:
+    """An annotator's answers on a unit as counts: CrowdTruth-core's judgement vectors
+    count an answer each time a judgement holds it."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
-        return frozenset()
+        return {}
     if isinstance(value, (str, bytes, int, np.integer)):
-        return frozenset([value])
+        return {value: 1.0}
+    if isinstance(value, Mapping):
+        out: dict[Any, float] = {}
+        for a, c in value.items():
+            n = float(c) if isinstance(c, (int, float, np.integer, np.floating)) and not isinstance(c, bool) else math.nan
+            if not (math.isfinite(n) and n >= 0):
+                raise ValueError(f"item {item!r}, annotator {ann!r}: count {c!r} of answer {a!r} "
+                                 "is not a non-negative number")
+            if n > 0:
+                out[a] = n
+        return out
+    if isinstance(value, (set, frozenset)):  # a fixed order: sums must not follow the hash seed
+        return dict.fromkeys(sorted(value, key=repr), 1.0)
     if isinstance(value, Iterable):
-        return frozenset(value)
+        return {a: float(c) for a, c in Counter(value).items()}
     raise ValueError(f"item {item!r}, annotator {ann!r}: value {value!r} is not a collection of answers")
 
 
@@ -122,7 +137,7 @@ def crowdtruth(table: pd.DataFrame, options: Sequence[Any] | None = None, *, tol
     items, anns = table["item"].tolist(), table["annotator"].tolist()
     vals = [_answers(v, i, a) for v, i, a in zip(table["value"].tolist(), items, anns)]
     if none_token is not None:
-        vals = [v if v else frozenset([none_token]) for v in vals]
+        vals = [v if v else {none_token: 1.0} for v in vals]
     nonempty = np.fromiter((len(v) > 0 for v in vals), dtype=bool, count=len(vals))
     dropped_rows = int((~nonempty).sum())
     unit_codes, unit_labels = pd.factorize(pd.Series(items, dtype=object))
@@ -157,84 +172,59 @@ def crowdtruth(table: pd.DataFrame, options: Sequence[Any] | None = None, *, tol
         opt_list = list(index)
     n_a = len(opt_list)
 
-    # chosen cells (judgement, answer), sorted by judgement
+    # chosen cells (judgement, answer, count); every other cell of a vector is 0
     cnt = np.fromiter((len(vals[r]) for r in row_list), dtype=np.int64, count=n_j)
+    n_cells = int(cnt.sum())
     ch_j = np.repeat(np.arange(n_j), cnt)
-    ch_a = np.fromiter((index[a] for r in row_list for a in vals[r]), dtype=np.int64,
-                       count=int(cnt.sum()))
-    chosen_key = np.sort(ch_j * n_a + ch_a)
-
-    # unit-local answer sets: q = (unit, answer) chosen by someone on the unit
+    ch_a = np.fromiter((index[a] for r in row_list for a in vals[r]), dtype=np.int64, count=n_cells)
+    ch_c = np.fromiter((c for r in row_list for c in vals[r].values()), dtype=np.float64, count=n_cells)
+    # unit-local answers: q = (unit, answer) chosen by someone on the unit
     q_key, ch_q = np.unique(ju[ch_j] * n_a + ch_a, return_inverse=True)
     q_unit, q_ans = q_key // n_a, q_key % n_a
-    q_per_unit = np.bincount(q_unit, minlength=n_u)
-    q_start = np.concatenate(([0], np.cumsum(q_per_unit)[:-1]))
-    # cells (judgement, q) for every answer of the judgement's unit
-    cell_j, cell_t = _ragged(q_per_unit[ju])
-    cell_q = q_start[ju[cell_j]] + cell_t
-    cell_a = q_ans[cell_q]
-    cell_v = np.isin(cell_j * n_a + cell_a, chosen_key).astype(np.float64)
-    cell_start = np.concatenate(([0], np.cumsum(q_per_unit[ju])[:-1]))
-
-    # unordered judgement pairs on a unit, and their co-chosen answers
+    n_q = q_key.size
     m_u = np.bincount(ju, minlength=n_u)
-    j_start = np.concatenate(([0], np.cumsum(m_u)[:-1]))
-    pu, k = _ragged(m_u * m_u)
-    pr, ps = j_start[pu] + k // m_u[pu], j_start[pu] + k % m_u[pu]
-    sel = pr < ps
-    pu, pr, ps = pu[sel], pr[sel], ps[sel]
-    pc_p, pc_t = _ragged(q_per_unit[pu])
-    both = cell_v[cell_start[pr[pc_p]] + pc_t] * cell_v[cell_start[ps[pc_p]] + pc_t]
-    co_p, co_a = pc_p[both > 0], cell_a[cell_start[pr[pc_p]] + pc_t][both > 0]
+    pairs = _AnswerPairs.build(ju, jw, ch_j, ch_a, ch_c, q_key, n_u, n_w, n_a) if closed else None
 
-    if closed:
-        # AQS triples: ordered pair (r, s) on a unit and an answer s chose
-        o_r, o_s = np.concatenate([pr, ps]), np.concatenate([ps, pr])
-        ch_start = np.concatenate(([0], np.cumsum(cnt)[:-1]))
-        t_p, t_k = _ragged(cnt[o_s])
-        t_a = ch_a[ch_start[o_s[t_p]] + t_k]
-        t_r, t_u = o_r[t_p], ju[o_r[t_p]]
-        t_v = np.isin(t_r * n_a + t_a, chosen_key).astype(np.float64)
-        g_key, t_g = np.unique((jw[t_r] * n_w + jw[o_s[t_p]]) * n_a + t_a, return_inverse=True)
-        g_wi, g_wj, g_a = g_key // (n_w * n_a), (g_key // n_a) % n_w, g_key % n_a
+    by_q, by_unit = _Grouped(ch_q, n_q), _Grouped(ju, n_u)
+    q_sizes = np.bincount(q_unit, minlength=n_u)
+    q_first = np.cumsum(q_sizes) - q_sizes
+    by_judgement = np.lexsort((ch_q, ch_j))  # q_key sorts by unit: a unit's answers are contiguous
 
     uqs, wqs, aqs = np.ones(n_u), np.ones(n_w), np.ones(n_a)
     wua, wwa = np.ones(n_w), np.ones(n_w)
     n_iter, max_delta = 0, math.inf
     while n_iter < max_iter:
-        aqs_c = aqs[cell_a]
-        norm = np.bincount(cell_j, aqs_c * cell_v, minlength=n_j)
-        # pairwise weighted cosines (UQS, WWA)
-        num = np.bincount(co_p, aqs[co_a], minlength=pr.size)
-        den = np.maximum(np.sqrt(norm[pr] * norm[ps]), SMALL)
-        cos = num / den
-        wp = wqs[jw[pr]] * wqs[jw[ps]]
-        uqs_new = np.bincount(pu, cos * wp, minlength=n_u) / np.maximum(np.bincount(pu, wp, minlength=n_u), SMALL)
-        a_w = np.concatenate([jw[pr], jw[ps]])
-        a_wt = np.concatenate([wqs[jw[ps]], wqs[jw[pr]]]) * np.tile(uqs[pu], 2)
-        wwa_new = np.bincount(a_w, np.tile(cos, 2) * a_wt, minlength=n_w) / \
-            np.maximum(np.bincount(a_w, a_wt, minlength=n_w), SMALL)
-        # worker vs rest of the unit (WUA)
-        x = wqs[jw[cell_j]] * cell_v
-        y = np.bincount(cell_q, x, minlength=q_key.size)[cell_q] - x
-        wn = np.bincount(cell_j, aqs_c * x * y, minlength=n_j)
-        dw = np.bincount(cell_j, aqs_c * x * x, minlength=n_j)
-        ds = np.bincount(cell_j, aqs_c * y * y, minlength=n_j)
+        # Sums over pairs of judgements on a unit are written through per-unit sums, so a
+        # unit costs its answers, not its pairs. A judgement's weighted norm is at least
+        # min AQS ≥ 1e-8, so a cosine's 1e-8 floor on the norm product never binds and each
+        # pairwise cosine splits into two normalised vectors.
+        aq_c, aq_q = aqs[ch_a], aqs[q_ans]
+        w_j = wqs[jw]
+        rnorm = 1.0 / np.sqrt(np.bincount(ch_j, aq_c * ch_c * ch_c, minlength=n_j))
+        unit_c = ch_c * rnorm[ch_j]
+        z = w_j[ch_j] * unit_c
+        _, z_pairs, z_others = by_q.sums(z)
+        w_u, w_pairs, w_others = by_unit.sums(w_j)
+        uqs_new = np.bincount(q_unit, aq_q * z_pairs, minlength=n_u) / np.maximum(w_pairs, SMALL)
+        # WWA: Σ_{j≠i} WQS_j·cos(i, j) = Σ_a AQS_a·v̂_ia·Σ_{j≠i} WQS_j·v̂_ja
+        others_cos = np.bincount(ch_j, aq_c * unit_c * z_others, minlength=n_j)
+        wwa_new = np.bincount(jw, uqs[ju] * others_cos, minlength=n_w) / \
+            np.maximum(np.bincount(jw, uqs[ju] * w_others, minlength=n_w), SMALL)
+        # WUA: the worker's WQS-scaled vector x against the unit vector minus it
+        x = w_j[ch_j] * ch_c
+        u_q, _, rest_c = by_q.sums(x)
+        unchosen = self_free_mass(aq_q * u_q * u_q, q_sizes, q_first, ch_q, ch_j, by_judgement, n_j)
+        wn = np.bincount(ch_j, aq_c * x * rest_c, minlength=n_j)
+        dw = np.bincount(ch_j, aq_c * x * x, minlength=n_j)
+        ds = unchosen + np.bincount(ch_j, aq_c * rest_c * rest_c, minlength=n_j)
         d = np.sqrt(dw * ds)
         cos_u = np.where(d < SMALL, SMALL, wn / np.where(d < SMALL, 1.0, d))
         wua_new = np.bincount(jw, cos_u * uqs[ju], minlength=n_w) / \
             np.maximum(np.bincount(jw, uqs[ju], minlength=n_w), SMALL)
         wqs_new = wua_new * wwa_new
         delta = max(np.abs(uqs_new - uqs).max(), np.abs(wqs_new - wqs).max())
-        if closed:
-            gn = np.bincount(t_g, uqs[t_u] * t_v, minlength=g_key.size)
-            gd = np.bincount(t_g, uqs[t_u], minlength=g_key.size)
-            ok = gd > 0
-            pw = wqs[g_wi[ok]] * wqs[g_wj[ok]]
-            an = np.bincount(g_a[ok], pw * gn[ok] / gd[ok], minlength=n_a)
-            ad = np.bincount(g_a[ok], pw, minlength=n_a)
-            aqs_new = np.where(ad > SMALL, an / np.where(ad > SMALL, ad, 1.0), SMALL)
-            aqs_new = np.maximum(aqs_new, SMALL)
+        if pairs is not None:
+            aqs_new = pairs.aqs(uqs, wqs)
             delta = max(delta, np.abs(aqs_new - aqs).max())
             aqs = aqs_new
         uqs, wqs, wua, wwa = uqs_new, wqs_new, wua_new, wwa_new
@@ -243,9 +233,9 @@ def crowdtruth(table: pd.DataFrame, options: Sequence[Any] | None = None, *, tol
         if max_delta < tol:
             break
 
-    # unit-annotation scores with the final worker qualities
+    # unit-annotation scores with the final worker qualities (counts weigh as in the vectors)
     w_tot = np.maximum(np.bincount(ju, wqs[jw], minlength=n_u), SMALL)
-    uas_q = np.bincount(ch_q, wqs[jw[ch_j]], minlength=q_key.size) / w_tot[q_unit]
+    uas_q = np.bincount(ch_q, wqs[jw[ch_j]] * ch_c, minlength=n_q) / w_tot[q_unit]
     uas: list[dict[Any, float]] = [dict.fromkeys(opt_list, 0.0) if closed else {} for _ in range(n_u)]
     for u, a, s in zip(q_unit.tolist(), q_ans.tolist(), uas_q.tolist()):
         uas[u][opt_list[a]] = s
@@ -256,3 +246,255 @@ def crowdtruth(table: pd.DataFrame, options: Sequence[Any] | None = None, *, tol
                                index=pd.Index(opt_list if closed else [], name="answer", dtype=object))
     return CrowdTruthResult(units, workers, annotations, n_iter, max_delta < tol, max_delta,
                             dropped_rows, dropped_units)
+
+
+def self_free_mass(mass_q: np.ndarray, q_sizes: np.ndarray, q_first: np.ndarray, ch_q: np.ndarray,
+                   ch_j: np.ndarray, by_judgement: np.ndarray, n_j: int) -> np.ndarray:
+    """Per judgement, the unit's mass on the answers the judgement did not choose.
+
+    Summed gap by gap between the judgement's chosen answers, with the unit's answers in
+    ascending order of mass: each gap is a difference of two prefix sums no larger than a
+    few times the gap itself, so the result keeps its relative accuracy even when the
+    chosen answers hold nearly all of the unit's mass (a plain "total minus chosen" does
+    not). Costs the chosen answers plus the unit's answers, not their product.
+    """
+    q_unit = np.repeat(np.arange(q_sizes.size), q_sizes)
+    order = np.lexsort((mass_q, q_unit))
+    rank = np.empty(mass_q.size, dtype=np.int64)
+    rank[order] = np.arange(mass_q.size) - q_first[q_unit[order]]
+    prefix = np.concatenate(([0.0], _segment_prefix(mass_q[order], q_sizes)))
+
+    def below(u_first: np.ndarray, r: np.ndarray) -> np.ndarray:   # Σ of the unit's r smallest
+        return np.where(r > 0, prefix[u_first + r], 0.0)
+
+    cells = by_judgement[np.argsort(rank[ch_q[by_judgement]], kind="stable")]
+    cells = cells[np.argsort(ch_j[cells], kind="stable")]           # by judgement, then by rank
+    j, r = ch_j[cells], rank[ch_q[cells]]
+    u = q_unit[ch_q[cells]]
+    first_of_j = np.r_[True, j[1:] != j[:-1]]
+    prev = np.where(first_of_j, 0, np.r_[0, r[:-1] + 1])
+    base = q_first[u]
+    gaps = below(base, r) - below(base, prev)
+    last = np.r_[j[1:] != j[:-1], True]
+    tail = prefix[base[last] + q_sizes[u[last]]] - below(base[last], r[last] + 1)
+    return np.bincount(j, gaps, minlength=n_j) + np.bincount(j[last], tail, minlength=n_j)
+
+
+class _Grouped:
+    """Sums over the pairs of elements of each group, for non-negative values, with relative
+    accuracy.
+
+    ``Σ_{i<j} x_i·x_j = ½[(Σx)² − Σx²]`` loses every digit when one element carries nearly
+    all of a group's sum, and CrowdTruth's ratios of small weights (P_a(i|j), a cosine
+    between near-empty vectors) then change discontinuously. Splitting off each group's
+    largest element ``m`` leaves ``m·S' + ½(S'² − Q')`` over the rest, whose rounding is at
+    most ``n·ε`` of the result; likewise "the sum of the others" is ``S − x`` except for
+    the largest element, which gets ``S'`` directly.
+    """
+
+    def __init__(self, group: np.ndarray, n_groups: int):
+        self.group, self.n = group, n_groups
+        self.order = np.argsort(group, kind="stable")
+        sorted_g = group[self.order]
+        self.starts = np.flatnonzero(np.r_[True, sorted_g[1:] != sorted_g[:-1]]) if group.size else group
+        self.start_group = sorted_g[self.starts]
+
+    def sums(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per group Σx and Σ_{i<j} x_i·x_j; per element the sum of the others in its group."""
+        total = np.bincount(self.group, x, minlength=self.n)
+        if not x.size:
+            return total, np.zeros(self.n), x
+        xs = x[self.order]
+        top = np.zeros(self.n)
+        top[self.start_group] = np.maximum.reduceat(xs, self.starts)
+        is_top = xs == top[self.group[self.order]]
+        # one largest element per group: the first of its ties
+        first = np.flatnonzero(is_top)
+        first = first[np.r_[True, self.group[self.order][first[1:]] != self.group[self.order][first[:-1]]]]
+        mark = np.zeros(x.size, dtype=bool)
+        mark[self.order[first]] = True
+        g_rest, x_rest = self.group[~mark], x[~mark]
+        s_rest = np.bincount(g_rest, x_rest, minlength=self.n)
+        q_rest = np.bincount(g_rest, x_rest * x_rest, minlength=self.n)
+        pairs = top * s_rest + 0.5 * np.maximum(s_rest * s_rest - q_rest, 0.0)
+        others = np.where(mark, s_rest[self.group], total[self.group] - x)
+        return total, pairs, others
+
+
+def _segment_prefix(values: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """Inclusive prefix sums inside consecutive segments of the given sizes, each summed on
+    its own: a running sum across segments would make a small segment's sums carry the
+    rounding of all earlier ones. Segments of similar size share one padded 2-D cumsum."""
+    out = np.empty_like(values)
+    starts = np.cumsum(sizes) - sizes
+    width_class = np.ceil(np.log2(np.maximum(sizes, 1))).astype(np.int64)
+    for k in np.unique(width_class[sizes > 0]):
+        segs = np.flatnonzero((width_class == k) & (sizes > 0))
+        row, col = _ragged(sizes[segs])
+        grid = np.zeros((segs.size, int(sizes[segs].max())))
+        pos = starts[segs][row] + col
+        grid[row, col] = values[pos]
+        np.cumsum(grid, axis=1, out=grid)
+        out[pos] = grid[row, col]
+    return out
+
+
+@dataclass
+class _AnswerPairs:
+    """The (worker i, worker j, answer a) terms of AQS, grouped so that a term is computed
+    once for every set of workers it is the same for.
+
+    ``P_a(i|j) = Σ_u UQS_u·c_iua·c_jua / Σ_u UQS_u·c_jua`` over the units i and j share
+    depends on i only through i's units and i's counts of ``a`` on them. Workers alike in
+    both form one *group*; a pair of groups (R, S) stands for all its worker pairs, weighted
+    ``W_R·W_S`` (minus ``Σ WQS²`` when R = S, as a worker is never paired with itself).
+    For answer ``a``: the workers who chose ``a`` are grouped by (units, counts) — the
+    *choosers* — and the others by their units alone — the *non-choosers*, who add to
+    the denominator only. With many workers on few units, this makes AQS cost the
+    distinct answer patterns rather than the worker pairs.
+    """
+
+    t_pair: np.ndarray        # per (R, S, unit) term: its group pair
+    t_unit: np.ndarray
+    t_num: np.ndarray         # c_R·c_S on the unit
+    t_den: np.ndarray         # c_S on the unit
+    pair_r: np.ndarray        # per group pair: R, S, the answer
+    pair_s: np.ndarray
+    pair_a: np.ndarray
+    member_w: np.ndarray      # group members: worker, group (choosers first, then the others)
+    member_g: np.ndarray
+    n_groups: int
+    n_answers: int
+
+    @classmethod
+    def build(cls, ju: np.ndarray, jw: np.ndarray, ch_j: np.ndarray, ch_a: np.ndarray, ch_c: np.ndarray,
+              q_key: np.ndarray, n_u: int, n_w: int, n_a: int) -> "_AnswerPairs":
+        # each worker's set of units
+        by_w = np.lexsort((ju, jw))
+        w_sorted, u_sorted = jw[by_w], ju[by_w]
+        bounds = np.flatnonzero(np.diff(w_sorted)) + 1
+        unit_lists = np.split(u_sorted, bounds)
+        set_index: dict[bytes, int] = {}
+        unitset_of_w = np.empty(n_w, dtype=np.int64)
+        set_units: list[np.ndarray] = []
+        for w, units in zip(w_sorted[np.concatenate(([0], bounds))].tolist(), unit_lists):
+            k = set_index.setdefault(units.tobytes(), len(set_index))
+            if k == len(set_units):
+                set_units.append(units)
+            unitset_of_w[w] = k
+        n_sets = len(set_units)
+        set_size = np.bincount(unitset_of_w, minlength=n_sets)
+
+        # chooser groups: (answer, units, counts of the answer per unit)
+        ch_w, ch_u = jw[ch_j], ju[ch_j]
+        by_aw = np.lexsort((ch_u, ch_w, ch_a))
+        a_s, w_s, u_s, c_s = ch_a[by_aw], ch_w[by_aw], ch_u[by_aw], ch_c[by_aw]
+        cut = np.flatnonzero((np.diff(a_s) != 0) | (np.diff(w_s) != 0)) + 1
+        starts = np.concatenate(([0], cut))
+        ends = np.concatenate((cut, [a_s.size]))
+        group_index: dict[tuple, int] = {}
+        member_g = np.empty(starts.size, dtype=np.int64)
+        g_answer: list[int] = []
+        g_set: list[int] = []
+        g_cells: list[tuple[np.ndarray, np.ndarray]] = []
+        for m, (s, e) in enumerate(zip(starts.tolist(), ends.tolist())):
+            a, w = int(a_s[s]), int(w_s[s])
+            key = (a, int(unitset_of_w[w]), u_s[s:e].tobytes(), c_s[s:e].tobytes())
+            g = group_index.setdefault(key, len(group_index))
+            if g == len(g_answer):
+                g_answer.append(a)
+                g_set.append(int(unitset_of_w[w]))
+                g_cells.append((u_s[s:e], c_s[s:e]))
+            member_g[m] = g
+        member_w = w_s[starts]
+        n_g = len(g_answer)
+        g_answer_a, g_set_a = np.asarray(g_answer, dtype=np.int64), np.asarray(g_set, dtype=np.int64)
+        g_members = np.bincount(member_g, minlength=n_g)
+
+        # (answer, unit) pairs where someone chose the answer: only there can a term be non-zero
+        q_unit, q_ans = q_key // n_a, q_key % n_a
+        # units -> the sets of units containing them
+        set_of_cell = np.repeat(np.arange(n_sets), [u.size for u in set_units])
+        unit_of_cell = np.concatenate(set_units)
+        by_unit = np.argsort(unit_of_cell, kind="stable")
+        sets_on_unit = np.bincount(unit_of_cell, minlength=n_u)
+        sou_start = np.concatenate(([0], np.cumsum(sets_on_unit)[:-1]))
+        sets_sorted = set_of_cell[by_unit]
+        # non-chooser groups: (answer, set of units) with a worker who did not choose the answer
+        qi, qk = _ragged(sets_on_unit[q_unit])
+        cand_a, cand_set, cand_u = q_ans[qi], sets_sorted[sou_start[q_unit[qi]] + qk], q_unit[qi]
+        as_key = cand_a * n_sets + cand_set
+        g_key = g_answer_a * n_sets + g_set_a
+        uniq_keys = np.unique(np.concatenate([as_key, g_key]))
+        chooser_count = np.bincount(np.searchsorted(uniq_keys, g_key), g_members, minlength=uniq_keys.size)
+        rest_n = set_size[uniq_keys % n_sets] - chooser_count
+        has_rest = rest_n > 0
+        rest_id = np.full(uniq_keys.size, -1, dtype=np.int64)
+        rest_id[has_rest] = n_g + np.arange(int(has_rest.sum()))
+        rest_unitset, rest_answer = (uniq_keys % n_sets)[has_rest], (uniq_keys // n_sets)[has_rest]
+        # the non-choosers' members, listed (not a set's weight minus the choosers': a small
+        # difference of large sums loses the tiny weights AQS's ratios depend on)
+        w_by_set = np.argsort(unitset_of_w, kind="stable")
+        set_start = np.concatenate(([0], np.cumsum(set_size)[:-1]))
+        ri, rk = _ragged(set_size[rest_unitset])
+        rest_w = w_by_set[set_start[rest_unitset[ri]] + rk]
+        not_chooser = ~np.isin(rest_w * n_a + rest_answer[ri], member_w * n_a + g_answer_a[member_g])
+        member_w = np.concatenate([member_w, rest_w[not_chooser]])
+        member_g = np.concatenate([member_g, n_g + ri[not_chooser]])
+
+        # R side: every group present on a unit where its answer was chosen, with its count there
+        r_g: list[np.ndarray] = []
+        r_u: list[np.ndarray] = []
+        r_c: list[np.ndarray] = []
+        for g in range(n_g):
+            units = set_units[g_set[g]]
+            cu, cc = g_cells[g]
+            c = np.zeros(units.size)
+            c[np.searchsorted(units, cu)] = cc
+            r_g.append(np.full(units.size, g, dtype=np.int64))
+            r_u.append(units)
+            r_c.append(c)
+        cand_rest = rest_id[np.searchsorted(uniq_keys, as_key)]
+        keep = cand_rest >= 0
+        r_g.append(cand_rest[keep])
+        r_u.append(cand_u[keep])
+        r_c.append(np.zeros(int(keep.sum())))
+        rg, ru, rc = np.concatenate(r_g), np.concatenate(r_u), np.concatenate(r_c)
+        ra = np.where(rg < n_g, g_answer_a[np.minimum(rg, max(n_g - 1, 0))], 0)
+        ra[rg >= n_g] = cand_a[keep]
+        r_key = ra * n_u + ru
+        live = np.isin(r_key, q_ans * n_u + q_unit)
+        rg, rc, r_key = rg[live], rc[live], r_key[live]
+        by_key = np.argsort(r_key, kind="stable")
+        rg, rc, r_key = rg[by_key], rc[by_key], r_key[by_key]
+
+        # S side: the chooser groups' cells, each joined with every R group on its (answer, unit)
+        s_g = np.concatenate([np.full(cu.size, g, dtype=np.int64) for g, (cu, _) in enumerate(g_cells)])
+        s_u = np.concatenate([cu for cu, _ in g_cells])
+        s_c = np.concatenate([cc for _, cc in g_cells])
+        s_key = g_answer_a[s_g] * n_u + s_u
+        lo = np.searchsorted(r_key, s_key, side="left")
+        hi = np.searchsorted(r_key, s_key, side="right")
+        ti, tk = _ragged(hi - lo)
+        t_r, t_s = rg[lo[ti] + tk], s_g[ti]
+        pair_key, t_pair = np.unique(t_r * (n_g + rest_unitset.size) + t_s, return_inverse=True)
+        pair_r, pair_s = pair_key // (n_g + rest_unitset.size), pair_key % (n_g + rest_unitset.size)
+        return cls(t_pair=t_pair, t_unit=s_u[ti], t_num=rc[lo[ti] + tk] * s_c[ti], t_den=s_c[ti],
+                   pair_r=pair_r, pair_s=pair_s, pair_a=g_answer_a[pair_s], member_w=member_w,
+                   member_g=member_g, n_groups=n_g + rest_unitset.size, n_answers=n_a)
+
+    def aqs(self, uqs: np.ndarray, wqs: np.ndarray) -> np.ndarray:
+        """AQS per answer from the previous iteration's UQS and WQS (measures.md §8)."""
+        w_m = wqs[self.member_w]
+        w_all = np.bincount(self.member_g, w_m, minlength=self.n_groups)
+        w2_all = np.bincount(self.member_g, w_m * w_m, minlength=self.n_groups)
+        n_pairs = self.pair_r.size
+        num = np.bincount(self.t_pair, uqs[self.t_unit] * self.t_num, minlength=n_pairs)
+        den = np.bincount(self.t_pair, uqs[self.t_unit] * self.t_den, minlength=n_pairs)
+        ok = den > 0
+        pw = w_all[self.pair_r] * w_all[self.pair_s] - np.where(self.pair_r == self.pair_s,
+                                                                 w2_all[self.pair_s], 0.0)
+        pw, a = pw[ok], self.pair_a[ok]
+        an = np.bincount(a, pw * num[ok] / den[ok], minlength=self.n_answers)
+        ad = np.bincount(a, pw, minlength=self.n_answers)
+        return np.maximum(np.where(ad > SMALL, an / np.where(ad > SMALL, ad, 1.0), SMALL), SMALL)

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from .bootstrap_measures import bootstrap_intervals
-from .distances.base import Distance, check_distances
+from .distances.base import Distance, check_distances, compute_distinct, value_keys
 from .distances.registry import DistanceLike, get_distance
 from .distributional import ExpectedDistribution, ks_score, ks_statistic, sigma_score, sigma_threshold
 from .expected import Expected, expected_distances
@@ -235,11 +235,14 @@ def alpha_core(ct: CodedTable, dist: Distance, form: str, expected_pairs: int | 
     """α of a coded table: observed distances, chance distances, and the form's means."""
     prepared = dist.prepare(ct.values)
     oi, oj = observed_pairs(ct)
+    # many annotators per item: pairs far outnumber values, and repeat few value combinations
+    keys = value_keys(ct.values) if oi.size >= 8 * ct.n_values else None
     try:
-        do = check_distances(dist.compute(prepared, oi, oj), dist.name)
+        do = check_distances(compute_distinct(dist, prepared, keys, oi, oj), dist.name)
     except ValueError as exc:
         raise _name_pair(exc, ct, oi, oj) from None
-    ex = expected_distances(ct, dist, prepared, do, oi, oj, expected_pairs=expected_pairs, rng=rng)
+    ex = expected_distances(ct, dist, prepared, do, oi, oj, expected_pairs=expected_pairs, rng=rng,
+                            keys=keys)
     d_o, d_e = _form_means(ct, do, oi, ex, form)
     alpha = 1.0 - d_o / d_e if d_e > 0 else math.nan
     return AlphaCore(prepared, do, oi, oj, ex, d_o, d_e, alpha)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .distances.base import Distance, check_distances
+from .distances.base import Distance, check_distances, compute_distinct
 from .distances.scalars import ScalarDistance
 from .table import CodedTable, all_between_pairs, between_pair_count, sample_between_pairs
 
@@ -65,7 +65,8 @@ def _target_size(n_observed: int, expected_pairs: int | str | None) -> int | Non
 
 
 def _sampled(ct: CodedTable, dist: Distance, prepared: object, expected_pairs: int | str | None,
-             n_observed: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+             n_observed: int, rng: np.random.Generator, keys: np.ndarray | None = None
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
     n_between = between_pair_count(ct)
     if n_between == 0:
         raise ValueError("every value is on the same item: no between-item pairs for the chance baseline")
@@ -79,13 +80,13 @@ def _sampled(ct: CodedTable, dist: Distance, prepared: object, expected_pairs: i
     else:
         i, j = sample_between_pairs(ct, target, rng)
         exact = False
-    d = check_distances(dist.compute(prepared, i, j), dist.name)
+    d = check_distances(compute_distinct(dist, prepared, keys, i, j), dist.name)
     return d, i, j, exact
 
 
 def expected_distances(ct: CodedTable, dist: Distance, prepared: object, observed: np.ndarray,
                        obs_i: np.ndarray, obs_j: np.ndarray, *, expected_pairs: int | str | None,
-                       rng: np.random.Generator) -> Expected:
+                       rng: np.random.Generator, keys: np.ndarray | None = None) -> Expected:
     """Between-item chance distances and the pair sums α needs.
 
     Parameters
@@ -101,7 +102,7 @@ def expected_distances(ct: CodedTable, dist: Distance, prepared: object, observe
     if isinstance(dist, ScalarDistance):
         return _scalar_expected(ct, dist, np.asarray(prepared, dtype=np.float64), observed, obs_i, obs_j,
                                 n_between, within_sum, expected_pairs, rng)
-    d, i, j, exact = _sampled(ct, dist, prepared, expected_pairs, observed.size, rng)
+    d, i, j, exact = _sampled(ct, dist, prepared, expected_pairs, observed.size, rng, keys)
     between_mean = float(d.mean())
     return Expected(d, None, i, j, within_sum + between_mean * n_between, n_between, between_mean,
                     exact, exact, int(d.size))

@@ -9,10 +9,18 @@ from .table import CodedTable
 __all__ = ["per_item_table", "per_annotator_table", "annotator_pair_sides"]
 
 
-def _stats(groups: np.ndarray, d: np.ndarray, threshold: float, d_e: float, size: int) -> dict[str, np.ndarray]:
+def _stats(groups: np.ndarray, d: np.ndarray, threshold: float, d_e: float, size: int,
+           also: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """σ, α, mean distance and pair count per group; ``also``: a second group per pair
+    (each pair then counts for both of its groups)."""
+    below_w = (d < threshold).astype(np.float64)
     n = np.bincount(groups, minlength=size).astype(np.float64)
     total = np.bincount(groups, weights=d, minlength=size)
-    below = np.bincount(groups, weights=(d < threshold).astype(np.float64), minlength=size)
+    below = np.bincount(groups, weights=below_w, minlength=size)
+    if also is not None:
+        n += np.bincount(also, minlength=size)
+        total += np.bincount(also, weights=d, minlength=size)
+        below += np.bincount(also, weights=below_w, minlength=size)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = total / n
         return {
@@ -50,8 +58,14 @@ def per_annotator_table(ct: CodedTable, pair_item: np.ndarray, a: np.ndarray, b:
                         threshold: float, d_e: float) -> pd.DataFrame:
     """One row per annotator: σ, α, mean distance over the pairs they are in; items they share."""
     n_ann = ct.annotator_labels.size
-    ann, item, dd = annotator_pair_sides(pair_item, a, b, d)
-    s = _stats(ann, dd, threshold, d_e, n_ann)
-    seen = np.unique(ann * ct.n_items + item)
+    other = a != b
+    if other.all():  # no same-annotator pairs: sum the two sides without building them
+        s = _stats(a, d, threshold, d_e, n_ann, b)
+    else:
+        ann, _, dd = annotator_pair_sides(pair_item, a, b, d)
+        s = _stats(ann, dd, threshold, d_e, n_ann)
+    # every value of a pairable item is in at least one pair: the items an annotator shares
+    # are the items they have a value on (values, not the far more numerous pair sides)
+    seen = np.unique(ct.annotator * ct.n_items + ct.item)
     s["n_items"] = np.bincount(seen // ct.n_items, minlength=n_ann)
     return pd.DataFrame(s, index=pd.Index(ct.annotator_labels, name="annotator"))

@@ -225,9 +225,39 @@ def _summarise(df: pd.DataFrame, by: str | list[str]) -> pd.DataFrame:
     return g
 
 
+def _pair_sums(item: Any, prof: dict[Any, dict[Hashable, tuple[np.ndarray, np.ndarray, int]]],
+               out_item: list, out_label: list, out_ann: list, out_tp: list, out_etp: list,
+               out_l: list) -> None:
+    """Per label and annotator of one item, TP, E[TP] and L1 + L2 summed over the pairs the
+    annotator is in, through the item's sums: ``Σ_{b≠a} x_a·x_b = x_a·(Σ_b x_b − x_a)``
+    and ``Σ_{b≠a} (L_a + L_b) = (m − 2)·L_a + Σ_b L_b``, so m annotators cost m, not m²."""
+    m = len(prof)
+    if m < 2:
+        return
+    labels = sorted({lab for p in prof.values() for lab in p}, key=repr)
+    for lab in labels:
+        have = [(a, p[lab]) for a, p in prof.items() if lab in p]
+        obs_sum = np.sum([t[0] for _, t in have], axis=0)
+        chance_sum = np.sum([t[1] for _, t in have], axis=0)
+        l_total = sum(t[2] for _, t in have)
+        for a, p in prof.items():
+            t = p.get(lab)
+            out_item.append(item)
+            out_label.append(lab)
+            out_ann.append(a)
+            if t is None:
+                out_tp.append(0.0)
+                out_etp.append(0.0)
+                out_l.append(float(l_total))
+                continue
+            out_tp.append(float(t[0] @ obs_sum - t[0] @ t[0]))
+            out_etp.append(float(t[1] @ chance_sum - t[1] @ t[1]))
+            out_l.append(float((m - 2) * t[2] + l_total))
+
+
 def span_f1_table(table: pd.DataFrame, n_tokens: Mapping[Any, int], model: str = "non-overlapping",
                   *, reference: str | None = None, approx_tol: float = 0.0,
-                  on_overlap: str = "error") -> SpanF1TableResult:
+                  on_overlap: str = "error", max_pairs: int = 200_000) -> SpanF1TableResult:
     """Chance-corrected span F1 over a long table, micro-averaged (paper 003 §4).
 
     Parameters
@@ -246,6 +276,10 @@ def span_f1_table(table: pd.DataFrame, n_tokens: Mapping[Any, int], model: str =
     on_overlap : {"error", "merge"}
         Non-overlapping model: what to do with an annotator's overlapping segments of
         one label (merge = their union).
+    max_pairs : int
+        Past this many pairs of annotators (summed over items), ``pairs`` and ``records``
+        are left empty. The totals, per annotator, item and label do not need them: they
+        are sums over pairs written through per-item sums, linear in the annotators.
 
     Returns
     -------
@@ -262,8 +296,13 @@ def span_f1_table(table: pd.DataFrame, n_tokens: Mapping[Any, int], model: str =
     require_unique_long_table(table)
 
     rec_item, rec_label, rec_a, rec_b, rec_tp, rec_etp, rec_l = [], [], [], [], [], [], []
+    # per (item, label, annotator): the sums over the pairs the annotator is in
+    sum_item, sum_label, sum_ann, sum_tp, sum_etp, sum_l = [], [], [], [], [], []
     ann_col, val_col = table["annotator"].tolist(), table["value"].tolist()
-    for item, idx in table.groupby("item", sort=False).indices.items():
+    groups = table.groupby("item", sort=False).indices
+    n_pair_rows = sum(len(idx) * (len(idx) - 1) // 2 for idx in groups.values())
+    keep_pairs = reference is not None or n_pair_rows <= max_pairs
+    for item, idx in groups.items():
         item = item.item() if isinstance(item, np.generic) else item
         if item not in n_tokens:
             raise ValueError(f"item {item!r}: no token count in n_tokens")
@@ -283,6 +322,10 @@ def span_f1_table(table: pd.DataFrame, n_tokens: Mapping[Any, int], model: str =
                                        f"item {item!r}, annotator {ann!r}, label {lab!r}")
                          for lab, segs in by_label.items()}
         anns = list(prof)
+        if reference is None:
+            _pair_sums(item, prof, sum_item, sum_label, sum_ann, sum_tp, sum_etp, sum_l)
+        if not keep_pairs:
+            continue
         if reference is not None:
             pairs = [(reference, b) for b in anns if b != reference] if reference in prof else []
         else:
@@ -308,17 +351,32 @@ def span_f1_table(table: pd.DataFrame, n_tokens: Mapping[Any, int], model: str =
                             "annotator_b": rec_b, "tp": np.asarray(rec_tp, dtype=np.float64),
                             "expected_tp": np.asarray(rec_etp, dtype=np.float64),
                             "l_sum": np.asarray(rec_l, dtype=np.float64)})
-    tp, etp, lsum = (float(records[c].sum()) for c in ("tp", "expected_tp", "l_sum"))
+    if reference is None:
+        # every pair counts once in the totals and once for each of its two annotators
+        per_ann_rows = pd.DataFrame({"item": sum_item, "label": sum_label, "annotator": sum_ann,
+                                     "tp": np.asarray(sum_tp, dtype=np.float64),
+                                     "expected_tp": np.asarray(sum_etp, dtype=np.float64),
+                                     "l_sum": np.asarray(sum_l, dtype=np.float64)})
+        halves = per_ann_rows.assign(**{c: per_ann_rows[c] / 2.0 for c in ("tp", "expected_tp", "l_sum")})
+        per_ann = _summarise(per_ann_rows, "annotator")
+        per_item = _summarise(halves, "item")
+        per_label = _summarise(halves.assign(label=halves["label"].map(str)), "label")
+        tp, etp, lsum = (float(per_item[c].sum()) for c in ("tp", "expected_tp", "l_sum"))
+    else:
+        both = pd.concat([records.rename(columns={"annotator_a": "annotator"}),
+                          records.rename(columns={"annotator_b": "annotator"})], ignore_index=True)
+        per_ann = _summarise(both, "annotator")
+        per_item = _summarise(records, "item")
+        per_label = _summarise(records.assign(label=records["label"].map(str)), "label")
+        tp, etp, lsum = (float(records[c].sum()) for c in ("tp", "expected_tp", "l_sum"))
     obs, chance, corr = f1_ratios(tp, etp, lsum)
-
-    pair_df = _summarise(records, ["annotator_a", "annotator_b"])
-    pair_df["n_items"] = records.groupby(["annotator_a", "annotator_b"])["item"].nunique()
-    pair_df = pair_df.reset_index()
-    both = pd.concat([records.rename(columns={"annotator_a": "annotator"}),
-                      records.rename(columns={"annotator_b": "annotator"})], ignore_index=True)
-    per_ann = _summarise(both, "annotator")
-    per_item = _summarise(records, "item")
+    if keep_pairs:
+        pair_df = _summarise(records, ["annotator_a", "annotator_b"])
+        pair_df["n_items"] = records.groupby(["annotator_a", "annotator_b"])["item"].nunique()
+        pair_df = pair_df.reset_index()
+    else:
+        pair_df = pd.DataFrame(columns=["annotator_a", "annotator_b", "tp", "expected_tp", "l_sum",
+                                        "observed", "chance", "corrected", "n_items"])
     per_item["difficulty"] = 1.0 - per_item["chance"]
-    per_label = _summarise(records.assign(label=records["label"].map(str)), "label")
     return SpanF1TableResult(obs, chance, corr, tp, etp, lsum, model, pair_df, per_ann, per_item,
                              per_label, records)

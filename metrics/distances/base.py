@@ -12,7 +12,7 @@ from typing import Any, Callable, Hashable, Sequence
 
 import numpy as np
 
-__all__ = ["Distance", "CallableDistance", "as_index_arrays", "check_distances"]
+__all__ = ["Distance", "CallableDistance", "as_index_arrays", "check_distances", "value_keys", "compute_distinct"]
 
 
 def as_index_arrays(i: Any, j: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -114,6 +114,39 @@ class CallableDistance(Distance):
         for k, pos in enumerate(first):
             out[k] = self.func(prepared[i[pos]], prepared[j[pos]])
         return out[inverse]
+
+
+def compute_distinct(dist: "Distance", prepared: Any, keys: np.ndarray | None, i: np.ndarray,
+                     j: np.ndarray) -> np.ndarray:
+    """``dist.compute(prepared, i, j)`` with each distinct ordered pair of values computed once.
+
+    Many annotators on an item give few distinct values and very many pairs (a crowd
+    project): the pairs then cost their distinct value combinations. ``keys`` are
+    :func:`value_keys` of the values (``None``: compute every pair).
+    """
+    if keys is None or i.size < 1024:
+        return dist.compute(prepared, i, j)
+    n_keys = int(keys.max()) + 1
+    code = keys[i] * n_keys + keys[j]
+    if n_keys * n_keys <= 4 * i.size:
+        # few distinct values: a table over every key pair, no sort
+        slot = np.full(n_keys * n_keys, -1, dtype=np.int64)
+        slot[code[::-1]] = np.arange(code.size - 1, -1, -1)    # first pair holding each code
+        first = slot[slot >= 0]
+        where = np.full(n_keys * n_keys, -1, dtype=np.int64)
+        where[code[first]] = np.arange(first.size)
+        inverse = where[code]
+    else:
+        _, first, inverse = np.unique(code, return_index=True, return_inverse=True)
+        inverse = inverse.ravel()
+    if first.size > i.size // 4:  # mostly distinct: deduplicating would only add work
+        return dist.compute(prepared, i, j)
+    return np.asarray(dist.compute(prepared, i[first], j[first]), dtype=np.float64)[inverse]
+
+
+def value_keys(values: Sequence[Any]) -> np.ndarray:
+    """An int key per value; equal hashable values share a key, unhashable ones get their own."""
+    return _value_keys(values)
 
 
 def _value_keys(values: Sequence[Any]) -> np.ndarray:

@@ -465,3 +465,28 @@ def test_expanded_bca_levels_follow_the_t_correction():
         lo, hi = bca_interval(draws, np.zeros(5), 0.0, 0.95, n_units=n)
         half = math.sqrt(n / (n - 1)) * student_t.ppf(0.975, n - 1)
         assert (lo, hi) == pytest.approx((-half, half), abs=2e-3)
+
+
+def test_bca_intervals_equal_bca_interval_column_by_column():
+    """The vectorised BCa over many statistics (one per annotator) gives bca_interval's bounds."""
+    from ls_agreement.metrics.bootstrap import bca_interval, bca_intervals
+
+    rng = np.random.default_rng(7)
+    k = 60
+    boot = rng.normal(size=(400, k)) ** 3
+    boot[:, 5] = 0.25                                   # all tied with the estimate below
+    boot[rng.random((400, k)) < 0.1] = np.nan           # undefined replicates
+    boot[:, 7] = np.nan                                 # nothing defined
+    boot[:, 9] = np.round(boot[:, 9])                   # discrete: ties
+    jack = rng.normal(size=(25, k))
+    jack[:, 11] = np.nan
+    jack[:3, 12] = np.nan
+    est = rng.normal(size=k)
+    est[5] = 0.25
+    est[13] = np.nan
+    est[14] = 1e6                                       # beyond every replicate
+    units = rng.integers(1, 40, size=k)
+    got = bca_intervals(boot, jack, est, 0.9, n_units=units)
+    for c in range(k):
+        want = bca_interval(boot[:, c], jack[:, c], float(est[c]), 0.9, n_units=int(units[c]))
+        np.testing.assert_allclose(got[c], want, rtol=1e-12, atol=1e-12, equal_nan=True)

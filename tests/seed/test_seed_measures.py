@@ -85,3 +85,41 @@ def test_real_label_studio_export():
     assert ner and "span_f1" in ner[0] and "crowdtruth" in ner[0]
     assert 0 < ner[0]["span_f1"]["observed"] <= 1
     json.dumps(rep, allow_nan=False)
+
+
+def test_crowdtruth_counts_a_span_given_twice_in_one_annotation():
+    """Issue 9 item 11: a highlight marked twice in one judgement counts twice, as in
+    CrowdTruth-core; checked end to end (export -> report) against the count brute force."""
+    from ls_agreement.adapters.report import build_report
+    from tests.seed.crowdtruth_brute import brute_crowdtruth
+
+    xml = ('<View><Text name="t" value="$text"/><Labels name="ev" toName="t">'
+           '<Label value="EVENT"/></Labels></View>')
+    text = "The army attacked the town and then the rebels attacked back."
+    spans = {1: [(4, 8), (9, 17), (9, 17)], 2: [(9, 17)], 3: [(4, 8), (47, 55)], 4: [(9, 17), (47, 55), (47, 55)]}
+    tasks = []
+    for tid in (1, 2, 3):
+        anns = []
+        for a, marks in spans.items():
+            marks = marks if tid != 2 else marks[:1]
+            anns.append({"id": tid * 10 + a, "completed_by": a, "result": [
+                {"id": f"r{tid}{a}{k}", "from_name": "ev", "to_name": "t", "type": "labels",
+                 "value": {"start": s, "end": e, "text": text[s:e], "labels": ["EVENT"]}}
+                for k, (s, e) in enumerate(marks)]})
+        tasks.append({"id": tid, "data": {"text": text}, "annotations": anns})
+    rep = build_report(xml, tasks, ReportSettings.from_mapping({"bootstrap": 0}))
+    ct = rep["controls"]["ev"]["crowdtruth"]
+    rows = []
+    for t in tasks:
+        for ann in t["annotations"]:
+            rows.append((t["id"], str(ann["completed_by"]),
+                         [f"{r['value']['start']}-{r['value']['end']}:EVENT" for r in ann["result"]]))
+    uqs, wqs, wua, wwa, _ = brute_crowdtruth(rows, None)
+    assert any(len(set(r[2])) < len(r[2]) for r in rows)
+    for w, v in wqs.items():
+        assert ct["workers"][w]["wqs"] == pytest.approx(v, abs=1e-6)
+    for u, v in uqs.items():
+        assert ct["units"][str(u)]["uqs"] == pytest.approx(v, abs=1e-6)
+    # counting once would give other numbers: the repeats matter here
+    once = [(u, w, sorted(set(v))) for u, w, v in rows]
+    assert max(abs(brute_crowdtruth(once, None)[1][w] - v) for w, v in wqs.items()) > 1e-3

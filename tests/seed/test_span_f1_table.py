@@ -57,3 +57,45 @@ def test_reference_pairs_only_and_merge():
     assert merged.observed == pytest.approx(1.0)
     with pytest.raises(ValueError, match="no token count"):
         span_f1_table(table, {1: 9})
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_linear_sums_equal_pairwise_span_f1(seed):
+    """Totals, per annotator, item and label from per-item sums (no pair table) equal the
+    sums of span_f1 over every pair and label — many annotators, some marking nothing."""
+    rng = np.random.default_rng(seed)
+    rows, n_tokens = [], {}
+    for item in range(4):
+        n = int(rng.integers(8, 20))
+        n_tokens[item] = n
+        for a in range(int(rng.integers(2, 9))):
+            spans, pos = [], 0
+            while pos < n - 1 and rng.random() < 0.7:
+                s = int(rng.integers(pos, n - 1))
+                e = int(rng.integers(s + 1, min(n, s + 4) + 1))
+                spans.append(Span(s, e, str(rng.choice(["PER", "ORG", "LOC"]))))
+                pos = e
+            rows.append((item, f"a{a}", tuple(spans)))
+    table = pd.DataFrame(rows, columns=["item", "annotator", "value"])
+    res = span_f1_table(table, n_tokens, max_pairs=0)
+    assert res.pairs.empty  # nothing pairwise was built
+    tot = {"all": np.zeros(3)}
+    for item, grp in table.groupby("item"):
+        vals = dict(zip(grp["annotator"], grp["value"]))
+        anns = list(vals)
+        for x in range(len(anns)):
+            for y in range(x + 1, len(anns)):
+                a, b = vals[anns[x]], vals[anns[y]]
+                for lab in {s.label for s in a} | {s.label for s in b}:
+                    r = span_f1(_by_label(a, lab), _by_label(b, lab), n_tokens[item])
+                    v = np.array([r.tp, r.expected_tp, r.l1 + r.l2])
+                    for key in ("all", ("ann", anns[x]), ("ann", anns[y]), ("item", item), ("label", lab)):
+                        tot[key] = tot.get(key, np.zeros(3)) + v
+    cols = ["tp", "expected_tp", "l_sum"]
+    np.testing.assert_allclose([res.tp, res.expected_tp, res.l_sum], tot["all"], rtol=1e-12)
+    for kind, df in (("ann", res.per_annotator), ("item", res.per_item), ("label", res.per_label)):
+        for key, row in df.iterrows():
+            want = tot.get((kind, key), np.zeros(3))
+            np.testing.assert_allclose(row[cols].to_numpy(dtype=float), want, rtol=1e-12, atol=1e-12)
+    full = span_f1_table(table, n_tokens)
+    assert not full.pairs.empty and full.corrected == pytest.approx(res.corrected, rel=1e-12)

@@ -1,0 +1,144 @@
+"""Crowd-sized projects: many annotators per task (issue 9, item 8).
+
+Three exports, as crowd projects look: 2,000 annotators on 1 task, 1,500 on 2 tasks and
+300 on 20 tasks, each with a single-choice control (5 classes), a multi-choice control,
+a 1–5 rating and text spans (Labels). The whole ``ls-agreement report`` command is timed
+(the way a user meets it), with the default 1,000 bootstrap resamples. Target: each
+under 5 s. Before this issue the three took 61 s, 86 s and 65 s.
+
+A second table times CrowdTruth alone against a pairwise evaluation of the same
+definitions (the form the report used before: every pair of judgements on a unit), on
+the single-choice control, so the ratio is measured in the same run.
+
+Run: ``python -m benchmarks crowd``.
+"""
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ls_agreement.metrics.crowdtruth import crowdtruth
+
+TARGET_S = 5.0
+SCENARIOS = ((2000, 1), (1500, 2), (300, 20))
+CLASSES = ["c1", "c2", "c3", "c4", "c5"]
+CONFIG = """<View>
+  <Text name="text" value="$text"/>
+  <Choices name="label" toName="text"><Choice value="c1"/><Choice value="c2"/><Choice value="c3"/><Choice value="c4"/><Choice value="c5"/></Choices>
+  <Choices name="tags" toName="text" choice="multiple"><Choice value="A"/><Choice value="B"/><Choice value="C"/></Choices>
+  <Rating name="stars" toName="text" maxRating="5"/>
+  <Labels name="ner" toName="text"><Label value="PER"/><Label value="ORG"/></Labels>
+</View>"""
+TEXT = "Alice works at Acme Corp in Paris and Bob at Initech in Berlin since 2019."
+
+
+def export(n_annotators: int, n_tasks: int, seed: int = 0) -> list[dict]:
+    rng = random.Random(seed)
+    tasks = []
+    ann_id = 0
+    for t in range(n_tasks):
+        truth = rng.choice(CLASSES)
+        anns = []
+        for a in range(n_annotators):
+            ann_id += 1
+            good = rng.random() < 0.8
+            label = truth if good else rng.choice(CLASSES)
+            tags = sorted(rng.sample("ABC", rng.randint(1, 2)))
+            start = rng.choice([0, 0, 0, 1])
+            result = [
+                {"id": f"l{ann_id}", "from_name": "label", "to_name": "text", "type": "choices",
+                 "value": {"choices": [label]}},
+                {"id": f"t{ann_id}", "from_name": "tags", "to_name": "text", "type": "choices",
+                 "value": {"choices": tags}},
+                {"id": f"s{ann_id}", "from_name": "stars", "to_name": "text", "type": "rating",
+                 "value": {"rating": max(1, min(5, 3 + rng.choice([-1, 0, 0, 1])))}},
+                {"id": f"n{ann_id}", "from_name": "ner", "to_name": "text", "type": "labels",
+                 "value": {"start": start, "end": 5, "text": TEXT[start:5], "labels": ["PER"]}},
+            ]
+            anns.append({"id": ann_id, "completed_by": a + 1, "result": result, "was_cancelled": False,
+                         "ground_truth": False, "created_at": "2026-01-01T00:00:00Z",
+                         "updated_at": "2026-01-01T00:00:00Z", "lead_time": 3.0})
+        tasks.append({"id": t + 1, "data": {"text": TEXT}, "annotations": anns, "predictions": []})
+    return tasks
+
+
+def _pairwise_crowdtruth(table: pd.DataFrame, options: list[str], tol: float = 1e-3) -> int:
+    """UQS/WWA/WUA by every pair of judgements on a unit (the quadratic form), to time against."""
+    units = {u: g for u, g in table.groupby("item")}
+    vec = {u: {w: np.isin(options, v).astype(float) for w, v in zip(g["annotator"], g["value"])}
+           for u, g in units.items()}
+    workers = sorted(set(table["annotator"]))
+    wqs = dict.fromkeys(workers, 1.0)
+    uqs = dict.fromkeys(vec, 1.0)
+    for it in range(1, 100):
+        new_u, num_w, den_w = {}, dict.fromkeys(workers, 0.0), dict.fromkeys(workers, 0.0)
+        for u, ws in vec.items():
+            ids = list(ws)
+            m = np.array([ws[w] for w in ids])
+            m = m / np.linalg.norm(m, axis=1, keepdims=True)
+            cos = m @ m.T                                  # every pair of judgements
+            wv = np.array([wqs[w] for w in ids])
+            pw = np.outer(wv, wv)
+            np.fill_diagonal(pw, 0.0)
+            new_u[u] = float((cos * pw).sum() / max(pw.sum(), 1e-8))
+            contrib = (cos * pw / np.maximum(wv[:, None], 1e-300)).sum(axis=1) * uqs[u]
+            for w, c, d in zip(ids, contrib, (wv.sum() - wv) * uqs[u]):
+                num_w[w] += c
+                den_w[w] += d
+        new_w = {w: num_w[w] / max(den_w[w], 1e-8) for w in workers}
+        delta = max(max(abs(new_u[u] - uqs[u]) for u in uqs), max(abs(new_w[w] - wqs[w]) for w in wqs))
+        uqs, wqs = new_u, new_w
+        if delta < tol:
+            return it
+    return it
+
+
+def main(argv: list[str] | None = None) -> int:
+    print("crowd projects: the whole `ls-agreement report` command, 1,000 resamples (target < 5 s each)")
+    print(f"{'annotators':>10} {'tasks':>6} {'report s':>9} {'target':>7}")
+    ok = True
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg = Path(tmp) / "config.xml"
+        cfg.write_text(CONFIG)
+        for n_ann, n_tasks in SCENARIOS:
+            path = Path(tmp) / f"crowd_{n_ann}_{n_tasks}.json"
+            path.write_text(json.dumps(export(n_ann, n_tasks)))
+            out = Path(tmp) / "report.json"
+            t0 = time.perf_counter()
+            proc = subprocess.run([sys.executable, "-m", "ls_agreement.plugin.cli", "report", str(path),
+                                   "--config", str(cfg), "--out", str(out)], capture_output=True, text=True)
+            dt = time.perf_counter() - t0
+            if proc.returncode != 0:
+                print(proc.stderr[-2000:])
+                return 1
+            met = dt < TARGET_S
+            ok &= met
+            print(f"{n_ann:>10} {n_tasks:>6} {dt:>9.2f} {'met' if met else 'MISSED':>7}")
+
+    print("\nCrowdTruth alone on the single-choice control: per-unit sums vs every pair of judgements")
+    print(f"{'annotators':>10} {'tasks':>6} {'ours s':>8} {'pairwise s':>11} {'ratio':>7}")
+    for n_ann, n_tasks in SCENARIOS:
+        rows = [(t["id"], a["completed_by"], a["result"][0]["value"]["choices"])
+                for t in export(n_ann, n_tasks) for a in t["annotations"]]
+        table = pd.DataFrame(rows, columns=["item", "annotator", "value"])
+        t0 = time.perf_counter()
+        crowdtruth(table, CLASSES)
+        ours = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        _pairwise_crowdtruth(table, CLASSES)
+        pair = time.perf_counter() - t0
+        print(f"{n_ann:>10} {n_tasks:>6} {ours:>8.3f} {pair:>11.3f} {pair / ours:>6.1f}x")
+    print("target met" if ok else "target MISSED")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
