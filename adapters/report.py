@@ -140,34 +140,33 @@ def _modes(counts: list[float]) -> int:
     return n
 
 
-def _choose(ctl: ControlData, table: pd.DataFrame, settings: ReportSettings,
-            entry: dict) -> tuple[str, Any]:
-    """Winner of ``auto`` (highest KS among the candidates), recording the candidates;
-    with the winner's result without intervals when it was computed."""
-    from ls_agreement.metrics.choose import choose_distance
+def _measure(ctl: ControlData, table: pd.DataFrame, settings: ReportSettings, wanted: str,
+             entry: dict, bootstrap: int) -> Any:
+    """The control's agreement under its distance; ``auto`` ranks the candidates by KS
+    (``choose_distance``: only the winner is bootstrapped) and records them."""
+    from ls_agreement.metrics import agreement, choose_distance
 
+    kw = dict(p=settings.p, form=settings.form, seed=settings.seed, flag_below=settings.flag_below,
+              bootstrap=bootstrap)
+    if wanted != "auto":
+        return agreement(table, wanted, **kw)
     if len(ctl.candidates) == 1:
-        return ctl.candidates[0], None
-    # Rank candidates without intervals; only the winner is bootstrapped (below).
-    choice = choose_distance(table, ctl.candidates, p=settings.p, form=settings.form,
-                             seed=settings.seed, bootstrap=0, flag_below=settings.flag_below)
+        return agreement(table, ctl.candidates[0], **kw)
+    choice = choose_distance(table, ctl.candidates, **kw)
     rows = []
     for rec in choice.table.to_dict("records"):
-        rows.append({"distance": str(rec.get("distance")), "alpha": _num(rec.get("alpha")),
-                     "ks": _num(rec.get("ks")), "sigma": _num(rec.get("sigma"))})
-    for row in rows:
-        res = choice.results.get(row["distance"])
-        if res is not None and not res.d_e > 0:  # KS and σ of a constant baseline mean nothing
-            row.update(alpha=None, ks=None, sigma=None, status="no_variation")
+        row = {"distance": str(rec["distance"]), "alpha": _num(rec["alpha"]), "ks": _num(rec["ks"]),
+               "sigma": _num(rec["sigma"])}
+        if rec["status"] != "ok":  # KS and σ of a constant baseline mean nothing
+            row.update(alpha=None, ks=None, sigma=None, status=rec["status"])
+        rows.append(row)
     entry["candidates"] = rows
-    return str(choice.winner), choice.results.get(str(choice.winner))
+    return choice.result
 
 
 def control_report(ctl: ControlData, settings: ReportSettings) -> dict[str, Any]:
     """The report entry of one control (see ``build_report``); never raises ValueError:
     bad data becomes a warning and null numbers."""
-    from ls_agreement.metrics import agreement
-
     entry = _empty_entry(ctl, settings)
     table = ctl.table
     if ctl.kind == "spans":
@@ -187,20 +186,15 @@ def control_report(ctl: ControlData, settings: ReportSettings) -> dict[str, Any]
         return entry
     wanted = settings.distance_for(ctl.name)
     try:
-        dist, ranked = _choose(ctl, table, settings, entry) if wanted == "auto" else (wanted, None)
-        entry["distance"] = dist
-        kw = dict(p=settings.p, form=settings.form, seed=settings.seed, flag_below=settings.flag_below)
-        if ranked is not None and not ranked.d_e > 0:
-            res = ranked  # no variation (below): no intervals to resample
-        else:
-            try:
-                res = agreement(table, dist, bootstrap=settings.bootstrap, **kw)
-            except (ValueError, ZeroDivisionError, FloatingPointError) as exc:
-                if not settings.bootstrap:
-                    raise
-                # Tiny data can break resamples only: keep the point estimates.
-                res = agreement(table, dist, bootstrap=0, **kw)
-                entry["warnings"].append(f"bootstrap intervals not computed: {exc}")
+        try:
+            res = _measure(ctl, table, settings, wanted, entry, settings.bootstrap)
+        except (ValueError, ZeroDivisionError, FloatingPointError) as exc:
+            if not settings.bootstrap:
+                raise
+            # Tiny data can break resamples only: keep the point estimates.
+            res = _measure(ctl, table, settings, wanted, entry, 0)
+            entry["warnings"].append(f"bootstrap intervals not computed: {exc}")
+        entry["distance"] = res.distance
     except (ValueError, ZeroDivisionError, FloatingPointError) as exc:
         _annotators_only(ctl, entry)
         _unmeasured(entry, "failed", f"agreement not computed: {exc}")

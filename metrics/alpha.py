@@ -6,15 +6,15 @@ import pandas as pd
 
 from .coefficient import Coefficient
 from .distances.registry import DistanceLike, get_distance
-from .engine import alpha_core
-from .table import code_table
+from .engine import Form, alpha_core
+from .table import Duplicates, code_table
 
 __all__ = ["krippendorff_alpha"]
 
 
-def krippendorff_alpha(table: pd.DataFrame, level: DistanceLike = "nominal", *, form: str = "canonical",
+def krippendorff_alpha(table: pd.DataFrame, distance: DistanceLike = "nominal", *, form: Form = "canonical",
                        expected_pairs: int | str | None = None, seed: int = 0,
-                       duplicates: str = "error") -> Coefficient:
+                       duplicates: Duplicates = "error") -> Coefficient:
     """Krippendorff's α of a long table (item, annotator, value).
 
     Reference: K. Krippendorff, "Computing Krippendorff's Alpha-Reliability" (2011).
@@ -28,13 +28,14 @@ def krippendorff_alpha(table: pd.DataFrame, level: DistanceLike = "nominal", *, 
     Parameters
     ----------
     table : DataFrame with columns item, annotator, value; shape (n_rows, ≥3)
-    level : "nominal" | "ordinal" | "interval" | "ratio" | distance name | callable
+    distance : "nominal" | "ordinal" | "interval" | "ratio" | distance name | callable
+        The metric (Krippendorff's "level of measurement" for the first four).
 
     Returns
     -------
     Coefficient — a float with ``.band`` (Landis & Koch) and ``.details``.
     """
-    dist = get_distance(level)
+    dist = get_distance(distance)
     ct = code_table(table, duplicates)
     core = alpha_core(ct, dist, form, expected_pairs, np.random.default_rng(seed))
     return Coefficient(core.alpha, name="alpha", level=dist.name, form=form, n_items=ct.n_items,

@@ -609,8 +609,8 @@ def _recentre(boot: np.ndarray, jack: np.ndarray, full: np.ndarray, estimate: np
 
 
 def bootstrap_intervals(ct: CodedTable, dist: Distance, prepared: object, do: np.ndarray, oi: np.ndarray,
-                        oj: np.ndarray, ex: Expected, *, form: str, p: float, n_boot: int,
-                        rng: np.random.Generator, ks_method: str, level: float, bandwidth: float,
+                        oj: np.ndarray, ex: Expected, *, form: str, p: float, bootstrap: int,
+                        rng: np.random.Generator, ks_method: str, confidence: float, bandwidth: float,
                         threshold: float, d_e: float, per_annotator: pd.DataFrame,
                         estimates: dict[str, float] | None = None) -> dict[str, tuple[float, float]]:
     """BCa intervals of α, KS, σ; adds per-annotator interval columns in place.
@@ -627,21 +627,21 @@ def bootstrap_intervals(ct: CodedTable, dist: Distance, prepared: object, do: np
     n_items = ct.n_items
     chunk = rep.chunk()
     full = rep(np.ones((1, n_items)))
-    boot = rep.run(iter_multiplicities(n_items, n_boot, rng, chunk=chunk, dtype=np.float64, transposed=True),
+    boot = rep.run(iter_multiplicities(n_items, bootstrap, rng, chunk=chunk, dtype=np.float64, transposed=True),
                    transposed=True)
     jack = rep.run(jackknife_weights(n_items, chunk=chunk))
     out = {}
     for name in ("alpha", "ks", "sigma"):
         est = float(full[name][0]) if estimates is None else float(estimates[name])
         b, j = _recentre(boot[name], jack[name], full[name][0], np.float64(est), _BOUNDS[name])
-        out[name] = bca_interval(b, j, est, level, n_units=n_items)
+        out[name] = bca_interval(b, j, est, confidence, n_units=n_items)
     units = (per_annotator["n_items"].to_numpy() if "n_items" in per_annotator
              else np.full(rep.n_ann, n_items))
     for name in ("sigma", "alpha"):
         key = f"annotator_{name}"
         est = per_annotator[name].to_numpy(dtype=np.float64) if name in per_annotator else full[key][0]
         b, j = _recentre(boot[key], jack[key], full[key][0], est, _BOUNDS[name])
-        bounds = bca_intervals(b, j, est, level, n_units=units).reshape(rep.n_ann, 2)
+        bounds = bca_intervals(b, j, est, confidence, n_units=units).reshape(rep.n_ann, 2)
         per_annotator[f"{name}_ci_low"] = bounds[:, 0]
         per_annotator[f"{name}_ci_high"] = bounds[:, 1]
     return out

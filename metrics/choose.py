@@ -10,13 +10,16 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Literal, Sequence
 
 import numpy as np
 import pandas as pd
 
 from .distances import registry
+from .distances.registry import DistanceLike
+from .engine import AgreementResult, Duplicates, Form, KsMethod, Scored, agreement, score
 from .model import Box, Keypoint, Polygon, Span
+from .table import code_table
 
 __all__ = ["infer_kind", "DistanceChoice", "choose_distance"]
 
@@ -98,39 +101,53 @@ def _kind_of(v: Any, n: int) -> str:
 
 @dataclass
 class DistanceChoice:
-    """Candidates ranked by KS.
+    """Candidates ranked by KS, and the winner's agreement.
 
     Attributes
     ----------
     table : DataFrame
-        One row per candidate — ``distance, alpha, ks, sigma, ks_statistic, n_pairs`` —
-        sorted by KS, best first (paper 000's Table 1 layout).
+        One row per candidate — ``distance, alpha, ks, sigma, ks_statistic, n_pairs,
+        status`` — sorted by KS, best first (paper 000's Table 1 layout). ``status`` is
+        ``"no_variation"`` for a candidate under which every distance is 0 (its α, KS and
+        σ are undefined and it ranks last), else ``"ok"``.
     winner : str
         Registry name of the candidate with the highest KS (ties: higher σ, then the
-        earlier candidate); candidates without variation (every distance 0) rank last.
-    results : dict[str, AgreementResult]
+        earlier candidate).
+    result : AgreementResult
+        The winner's full agreement, with ``bootstrap`` intervals; its pairs and chance
+        distances are those the ranking computed.
+    scores : dict[str, Scored]
+        Every computed candidate, without intervals.
     errors : dict[str, str]
         Candidates that could not be computed on this table, with the reason.
     """
 
     table: pd.DataFrame
     winner: str
-    results: dict[str, Any]
+    result: AgreementResult
+    scores: dict[str, Scored]
     errors: dict[str, str] = field(default_factory=dict)
 
 
-def choose_distance(table: pd.DataFrame, candidates: Sequence[str] | None = None,
-                    **agreement_kwargs: Any) -> DistanceChoice:
+def choose_distance(table: pd.DataFrame, candidates: Sequence[DistanceLike] | None = None, *,
+                    p: float = 0.05, form: Form = "canonical",
+                    expected_pairs: int | Literal["all"] | None = None, seed: int = 0,
+                    bootstrap: int = 1000, duplicates: Duplicates = "error", flag_below: float = 0.5,
+                    ks_method: KsMethod = "exact", confidence: float = 0.95) -> DistanceChoice:
     """α, KS and σ for each candidate distance; the highest KS wins (paper 000 §6.2).
+
+    The one ``auto`` path: every candidate is scored without intervals on one coding of the
+    table, and only the winner gets the full :func:`~.engine.agreement` (per item, per
+    annotator, ``bootstrap`` intervals), continuing from its score.
 
     Parameters
     ----------
     table : DataFrame with columns item, annotator, value
-    candidates : sequence of registered names, optional
+    candidates : sequence of registered names or distances, optional
         Default: ``registry.candidates(infer_kind(table["value"]))``.
-    **agreement_kwargs
-        Passed to :func:`~ls_agreement.metrics.agreement` for every candidate (the same
-        seed, so every candidate sees the same expected pairs).
+    p, form, expected_pairs, seed, bootstrap, duplicates, flag_below, ks_method, confidence
+        As in :func:`~.engine.agreement`; every candidate gets the same seed, so every
+        candidate sees the same expected pairs.
 
     Returns
     -------
@@ -140,9 +157,15 @@ def choose_distance(table: pd.DataFrame, candidates: Sequence[str] | None = None
     ------
     ValueError
         No candidate for the inferred kind, or none could be computed.
-    """
-    from .engine import agreement
 
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> t = pd.DataFrame({"item": [1, 1, 2, 2, 3, 3], "annotator": list("ababab"),
+    ...                   "value": [1, 1, 4, 5, 2, 3]})
+    >>> choose_distance(t, ["nominal", "interval"], bootstrap=0).winner
+    'interval'
+    """
     if "value" not in getattr(table, "columns", ()):
         raise ValueError("choose_distance needs a table with columns item, annotator, value")
     if candidates is None:
@@ -153,25 +176,30 @@ def choose_distance(table: pd.DataFrame, candidates: Sequence[str] | None = None
     names = [c if isinstance(c, str) else registry.get_distance(c).name for c in candidates]
     if not names:
         raise ValueError("choose_distance needs at least one candidate distance")
-    results: dict[str, Any] = {}
+    ct = code_table(table, duplicates)
+    scores: dict[str, Scored] = {}
     errors: dict[str, str] = {}
     for name, cand in zip(names, candidates):
         try:
-            results[name] = agreement(table, cand, **agreement_kwargs)
+            scores[name] = score(ct, cand, p=p, form=form, expected_pairs=expected_pairs, seed=seed,
+                                 ks_method=ks_method)
         except ValueError as exc:
             errors[name] = str(exc)
-    if not results:
+    if not scores:
         detail = "; ".join(f"{k}: {v}" for k, v in errors.items())
         raise ValueError(f"no candidate distance could be computed on this table ({detail})")
-    rows = [{"distance": n, "alpha": r.alpha, "ks": r.ks, "sigma": r.sigma,
-             "ks_statistic": r.ks_statistic, "n_pairs": r.n_pairs} for n, r in results.items()]
-    df = pd.DataFrame(rows, columns=["distance", "alpha", "ks", "sigma", "ks_statistic", "n_pairs"])
+    rows = [{"distance": n, "alpha": r.alpha, "ks": r.ks, "sigma": r.sigma, "ks_statistic": r.ks_statistic,
+             "n_pairs": int(r.core.observed.size), "status": "ok" if r.d_e > 0 else "no_variation"}
+            for n, r in scores.items()]
+    df = pd.DataFrame(rows, columns=["distance", "alpha", "ks", "sigma", "ks_statistic", "n_pairs", "status"])
     # a candidate under which every distance is 0 (no variation) says nothing about agreement:
     # its KS of 0 must not tie with, or beat, a candidate that does separate
-    flat = [not results[r["distance"]].d_e > 0 for r in rows]
-    order = sorted(range(len(rows)), key=lambda k: (flat[k], -_key(rows[k]["ks"]), -_key(rows[k]["sigma"]), k))
+    order = sorted(range(len(rows)), key=lambda k: (rows[k]["status"] != "ok", -_key(rows[k]["ks"]),
+                                                    -_key(rows[k]["sigma"]), k))
     df = df.iloc[order].reset_index(drop=True)
-    return DistanceChoice(table=df, winner=str(df["distance"].iloc[0]), results=results, errors=errors)
+    winner = str(df["distance"].iloc[0])
+    result = agreement(table, scores[winner], bootstrap=bootstrap, flag_below=flag_below, confidence=confidence)
+    return DistanceChoice(table=df, winner=winner, result=result, scores=scores, errors=errors)
 
 
 def _key(x: float) -> float:

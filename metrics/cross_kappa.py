@@ -28,6 +28,7 @@ import scipy.sparse as sp
 from .bootstrap import iter_multiplicities, percentile_interval
 from .distances.base import Distance, check_distances
 from .distances.registry import DistanceLike, get_distance
+from .table import Duplicates, long_table
 
 __all__ = ["CrossKappaResult", "cross_kappa", "alpha_from_counts"]
 
@@ -73,32 +74,6 @@ class CrossKappaResult:
 
 def _py(x: Any) -> Any:
     return x.item() if isinstance(x, np.generic) else x
-
-
-def _check(table: pd.DataFrame, name: str) -> pd.DataFrame:
-    if not isinstance(table, pd.DataFrame):
-        raise ValueError(f"{name}: expected a DataFrame with columns item, annotator, value")
-    missing = {"item", "annotator", "value"} - set(table.columns)
-    if missing:
-        raise ValueError(f"{name} lacks column(s) {sorted(missing)}")
-    bad = pd.isna(table["value"].to_numpy())
-    if np.ndim(bad) == 1 and bad.any():
-        r = table.iloc[int(np.flatnonzero(bad)[0])]
-        raise ValueError(f"{name}: missing value for item {_py(r['item'])!r}, "
-                         f"annotator {_py(r['annotator'])!r}")
-    return table
-
-
-def _check_duplicates(table: pd.DataFrame, item_codes: np.ndarray, name: str) -> None:
-    """One value per annotator per item (item codes already computed by the caller)."""
-    ac, alab = pd.factorize(table["annotator"].to_numpy())
-    key = item_codes.astype(np.int64) * max(len(alab), 1) + ac
-    span = int(key.max()) + 1 if key.size else 0
-    if (np.bincount(key).max() > 1) if 0 < span <= 20_000_000 else (np.unique(key).size < key.size):
-        dup = pd.Series(key).duplicated().to_numpy()
-        r = table.iloc[int(np.flatnonzero(dup)[0])]
-        raise ValueError(f"{name}: annotator {_py(r['annotator'])!r} has several values on item "
-                         f"{_py(r['item'])!r}")
 
 
 def _concat(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -276,7 +251,7 @@ def _generic_estimates(sums: np.ndarray, r_i: np.ndarray, s_i: np.ndarray, d_exp
 
 def cross_kappa(table_x: pd.DataFrame, table_y: pd.DataFrame, distance: DistanceLike = "nominal", *,
                 bootstrap: int = 1000, seed: int = 0, expected_pairs: int | None = None,
-                level: float = 0.95) -> CrossKappaResult:
+                confidence: float = 0.95, duplicates: Duplicates = "error") -> CrossKappaResult:
     """Cross-replication reliability κx of two replications (paper 001, eqs. 6-13).
 
     Parameters
@@ -293,8 +268,10 @@ def cross_kappa(table_x: pd.DataFrame, table_y: pd.DataFrame, distance: Distance
     expected_pairs : int, optional
         Sample size of cross pairs for ``d_e`` (non-linear distances); default every
         pair up to 250,000, else ``max(#observed pairs, 10,000)``.
-    level : float
-        Interval coverage.
+    confidence : float
+        Confidence level of the intervals.
+    duplicates : {"error", "keep", "first", "last"}
+        Several rows for one (item, annotator) in a replication; see :func:`~.table.long_table`.
 
     Returns
     -------
@@ -304,14 +281,12 @@ def cross_kappa(table_x: pd.DataFrame, table_y: pd.DataFrame, distance: Distance
         ``d_o``, ``d_e``, ``ci`` = {"kappa_x": (lo, hi), "normalized": (lo, hi)} from the
         item bootstrap (normalized only for the linear-time distances).
     """
-    _check(table_x, "table_x")
-    _check(table_y, "table_y")
+    table_x = long_table(table_x, duplicates=duplicates, name="table_x")
+    table_y = long_table(table_y, duplicates=duplicates, name="table_y")
     dist = get_distance(distance)
     ix_raw, iy_raw = table_x["item"].to_numpy(), table_y["item"].to_numpy()
     codes, labels = pd.factorize(_concat(ix_raw, iy_raw), sort=False)
     cx_all, cy_all = codes[:ix_raw.size], codes[ix_raw.size:]
-    _check_duplicates(table_x, cx_all, "table_x")
-    _check_duplicates(table_y, cy_all, "table_y")
     n_lab = len(labels)
     common = (np.bincount(cx_all, minlength=n_lab) > 0) & (np.bincount(cy_all, minlength=n_lab) > 0)
     if not common.any():
@@ -364,8 +339,8 @@ def cross_kappa(table_x: pd.DataFrame, table_y: pd.DataFrame, distance: Distance
                 k = np.where(be > 0, 1.0 - bo / be, np.nan)
                 kb.append(k)
                 nb.append(np.where((ax > 0) & (ay > 0), k / np.sqrt(ax * ay), np.nan))
-        ci["kappa_x"] = percentile_interval(np.concatenate(kb), level)
-        ci["normalized"] = percentile_interval(np.concatenate(nb), level)
+        ci["kappa_x"] = percentile_interval(np.concatenate(kb), confidence)
+        ci["normalized"] = percentile_interval(np.concatenate(nb), confidence)
     return CrossKappaResult(kx, norm, irr[0], irr[1], float(d_o[0]), float(d_e[0]), n,
                             int(item_x.size), int(item_y.size), dist.name, ci, int(bootstrap or 0),
                             seed, n_exp, exact)

@@ -30,7 +30,7 @@ from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
-from ls_agreement.metrics.table import require_unique_long_table
+from .table import long_table
 
 __all__ = ["CrowdTruthResult", "crowdtruth"]
 
@@ -133,7 +133,7 @@ def crowdtruth(table: pd.DataFrame, options: Sequence[Any] | None = None, *, tol
         Reference: Dumitrache et al., "CrowdTruth 2.0" (paper 004), §3 (UQS, WUA, WWA,
         WQS, AQS, UAS); CrowdTruth-core ``Metrics.run``.
     """
-    require_unique_long_table(table)
+    table = long_table(table, missing="keep")
     items, anns = table["item"].tolist(), table["annotator"].tolist()
     vals = [_answers(v, i, a) for v, i, a in zip(table["value"].tolist(), items, anns)]
     if none_token is not None:

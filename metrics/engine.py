@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
 import pandas as pd
@@ -20,9 +20,13 @@ from .expected import Expected, expected_distances
 from .groups import per_annotator_table, per_item_table
 from .table import CodedTable, code_table, observed_pairs, show
 
-__all__ = ["agreement", "AgreementResult", "FORMS", "alpha_core", "AlphaCore"]
+__all__ = ["agreement", "score", "Scored", "AgreementResult", "FORMS", "KS_METHODS", "alpha_core", "AlphaCore"]
 
-FORMS = ("canonical", "pairwise")
+Form = Literal["canonical", "pairwise"]
+KsMethod = Literal["exact", "scipy"]
+Duplicates = Literal["error", "keep", "first", "last"]
+FORMS: tuple[str, ...] = get_args(Form)
+KS_METHODS: tuple[str, ...] = get_args(KsMethod)
 
 
 @dataclass
@@ -107,30 +111,105 @@ def _records(df: pd.DataFrame) -> dict[str, dict[str, Any]]:
     return out
 
 
+@dataclass
+class Scored:
+    """One table under one distance, scored without intervals: what ranking a candidate
+    distance needs (α, KS, σ), kept so that the full :func:`agreement` of the winner
+    continues from it instead of computing it again.
+
+    ``rng`` is the generator after the expected pairs were drawn: the bootstrap that
+    follows draws the same resamples as a call of :func:`agreement` with the same seed.
+    """
+
+    ct: CodedTable
+    dist: Distance
+    core: "AlphaCore"
+    chance: ExpectedDistribution
+    threshold: float
+    ks: float
+    ks_statistic: float
+    sigma: float
+    p: float
+    form: Form
+    seed: int
+    ks_method: KsMethod
+    rng: np.random.Generator = field(repr=False)
+
+    @property
+    def alpha(self) -> float:
+        return self.core.alpha
+
+    @property
+    def d_e(self) -> float:
+        return self.core.d_e
+
+    @property
+    def distance(self) -> str:
+        return self.dist.name
+
+
+def _check_options(p: float, form: str, ks_method: str, confidence: float | None = None) -> None:
+    if form not in FORMS:
+        raise ValueError(f"form must be one of {FORMS}, got {form!r}")
+    if ks_method not in KS_METHODS:
+        raise ValueError(f"ks_method must be one of {KS_METHODS}, got {ks_method!r}")
+    if not 0.0 < p < 1.0:
+        raise ValueError(f"p must be in (0, 1), got {p}")
+    if confidence is not None and not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+
+
+def score(table: pd.DataFrame | CodedTable, distance: DistanceLike, *, p: float = 0.05, form: Form = "canonical",
+          expected_pairs: int | Literal["all"] | None = None, seed: int = 0,
+          duplicates: Duplicates = "error", ks_method: KsMethod = "exact") -> Scored:
+    """α, KS and σ of a table under a resolved distance, without intervals (see :func:`agreement`).
+
+    ``table`` may already be coded (:func:`~.table.code_table`), so that candidates of one
+    table share the coding.
+    """
+    _check_options(p, form, ks_method)
+    if isinstance(distance, str) and distance == "auto":
+        raise ValueError("distance 'auto' is resolved by choose_distance(table), which ranks the "
+                         "candidates; pass a distance name here")
+    dist = get_distance(distance)
+    ct = table if isinstance(table, CodedTable) else code_table(table, duplicates)
+    rng = np.random.default_rng(seed)
+    core = alpha_core(ct, dist, form, expected_pairs, rng)
+    chance = ExpectedDistribution(core.expected.distances, core.expected.weights)
+    threshold = sigma_threshold(chance, p)
+    return Scored(ct=ct, dist=dist, core=core, chance=chance, threshold=threshold,
+                  ks=ks_score(core.observed, chance, method=ks_method),
+                  ks_statistic=ks_statistic(core.observed, chance), sigma=sigma_score(core.observed, threshold),
+                  p=p, form=form, seed=seed, ks_method=ks_method, rng=rng)
+
+
 def agreement(
     table: pd.DataFrame,
-    distance: DistanceLike = "nominal",
+    distance: DistanceLike | Scored = "nominal",
     *,
     p: float = 0.05,
-    form: str = "canonical",
-    expected_pairs: int | str | None = None,
+    form: Form = "canonical",
+    expected_pairs: int | Literal["all"] | None = None,
     seed: int = 0,
     bootstrap: int = 1000,
-    duplicates: str = "error",
+    duplicates: Duplicates = "error",
     flag_below: float = 0.5,
-    ks_method: str = "exact",
-    level: float = 0.95,
+    ks_method: KsMethod = "exact",
+    confidence: float = 0.95,
 ) -> AgreementResult:
-    """Krippendorff's α, KS and σ of a long table under any distance.
+    """Krippendorff's α, KS and σ of a long table under one distance, with intervals.
 
     Parameters
     ----------
     table : DataFrame with columns ``item``, ``annotator``, ``value``
         One row per annotator per item; ``value`` is anything ``distance`` compares.
-    distance : str, Distance or callable ``D(a, b) -> float``
-        A registered name (``"nominal"``, ``"interval"``, ``"boxes.iou"``…), ``"auto"``
-        (the candidate of the value kind with the highest KS; paper 000 §6.2), a
-        :class:`~ls_agreement.metrics.distances.Distance`, or a plain callable.
+    distance : str, Distance, callable ``D(a, b) -> float``, or Scored
+        A registered name (``"nominal"``, ``"interval"``, ``"boxes.iou"``…), a
+        :class:`~ls_agreement.metrics.distances.Distance`, a plain callable, or the
+        :class:`Scored` candidate :func:`~.choose.choose_distance` ranked first (its
+        coding, pairs and chance distances are reused; ``table``, ``p``, ``form``,
+        ``expected_pairs``, ``seed``, ``duplicates`` and ``ks_method`` then come from it).
+        To pick the distance by KS (paper 000 §6.2), use ``choose_distance``.
     p : float
         Significance level of σ (measures.md §3).
     form : {"canonical", "pairwise"}
@@ -152,7 +231,7 @@ def agreement(
         An item is flagged when its σ is below this.
     ks_method : {"exact", "scipy"}
         See :func:`~ls_agreement.metrics.distributional.ks_score`.
-    level : float
+    confidence : float
         Confidence level of the bootstrap intervals.
 
     Returns
@@ -163,51 +242,53 @@ def agreement(
     ------
     ValueError
         Bad input (see :func:`~ls_agreement.metrics.table.code_table`), an unknown
-        distance, or a distance returning negative or non-finite values.
+        distance, ``"auto"`` (see ``choose_distance``), or a distance returning negative or
+        non-finite values.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> t = pd.DataFrame({"item": [1, 1, 2, 2, 3, 3], "annotator": list("ababab"),
+    ...                   "value": ["x", "x", "y", "y", "x", "y"]})
+    >>> round(agreement(t, "nominal", bootstrap=0).alpha, 3)
+    0.444
     """
-    if form not in FORMS:
-        raise ValueError(f"form must be one of {FORMS}, got {form!r}")
-    if not 0.0 < p < 1.0:
-        raise ValueError(f"p must be in (0, 1), got {p}")
-    if isinstance(distance, str) and distance == "auto":
-        from .choose import choose_distance
-
-        choice = choose_distance(table, None, p=p, form=form, expected_pairs=expected_pairs, seed=seed,
-                                 bootstrap=bootstrap, duplicates=duplicates, flag_below=flag_below,
-                                 ks_method=ks_method, level=level)
-        return choice.results[choice.winner]
-
-    dist = get_distance(distance)
-    ct = code_table(table, duplicates)
-    rng = np.random.default_rng(seed)
-    core = alpha_core(ct, dist, form, expected_pairs, rng)
-    prepared, do, oi, oj, ex, d_o, d_e, alpha = (core.prepared, core.observed, core.i, core.j, core.expected,
-                                                 core.d_o, core.d_e, core.alpha)
-    chance = ExpectedDistribution(ex.distances, ex.weights)
-    threshold = sigma_threshold(chance, p)
+    if bootstrap < 0:
+        raise ValueError(f"bootstrap must be >= 0, got {bootstrap}")
+    if isinstance(distance, Scored):
+        sc = distance
+        _check_options(sc.p, sc.form, sc.ks_method, confidence)
+    else:
+        _check_options(p, form, ks_method, confidence)
+        sc = score(table, distance, p=p, form=form, expected_pairs=expected_pairs, seed=seed,
+                   duplicates=duplicates, ks_method=ks_method)
+    ct, dist, core, rng = sc.ct, sc.dist, sc.core, sc.rng
+    if isinstance(distance, Scored):  # a Scored result is used once: its generator moves on
+        rng = np.random.Generator(type(rng.bit_generator)())
+        rng.bit_generator.state = sc.rng.bit_generator.state
+    do, oi, oj, ex, d_e, alpha = core.observed, core.i, core.j, core.expected, core.d_e, core.alpha
+    threshold, ks, sigma = sc.threshold, sc.ks, sc.sigma
     pair_item = ct.item[oi]
     per_item = per_item_table(ct, pair_item, do, threshold, d_e, flag_below)
     per_ann = per_annotator_table(ct, pair_item, ct.annotator[oi], ct.annotator[oj], do, threshold, d_e)
-    ks = ks_score(do, chance, method=ks_method)
-    sigma = sigma_score(do, threshold)
     ci: dict[str, tuple[float, float]] = {}
     if bootstrap:
-        ci = bootstrap_intervals(ct, dist, prepared, do, oi, oj, ex, form=form, p=p, n_boot=bootstrap,
-                                 rng=rng, ks_method=ks_method, level=level,
-                                 bandwidth=chance.bandwidth(), threshold=threshold,
+        ci = bootstrap_intervals(ct, dist, core.prepared, do, oi, oj, ex, form=sc.form, p=sc.p, bootstrap=bootstrap,
+                                 rng=rng, ks_method=sc.ks_method, confidence=confidence,
+                                 bandwidth=sc.chance.bandwidth(), threshold=threshold,
                                  d_e=d_e, per_annotator=per_ann,
                                  estimates={"alpha": alpha, "ks": ks, "sigma": sigma})
     interval_notes = _guard_intervals(ci, {"alpha": alpha, "ks": ks, "sigma": sigma}, per_ann) if ci else []
     return AgreementResult(
         alpha=alpha,
         ks=ks,
-        ks_statistic=ks_statistic(do, chance),
+        ks_statistic=sc.ks_statistic,
         sigma=sigma,
         threshold=threshold,
         n_items=ct.n_items, n_pairs=int(do.size), n_expected_pairs=ex.n_pairs,
         observed=do, expected=ex.distances, expected_weights=ex.weights,
-        per_item=per_item, per_annotator=per_ann, ci=ci, d_o=d_o, d_e=d_e,
-        distance=dist.name, form=form, p=p, seed=seed, bootstrap=int(bootstrap), ks_method=ks_method,
+        per_item=per_item, per_annotator=per_ann, ci=ci, d_o=core.d_o, d_e=d_e,
+        distance=dist.name, form=sc.form, p=sc.p, seed=sc.seed, bootstrap=int(bootstrap), ks_method=sc.ks_method,
         expected_exact=ex.exact_distribution, n_values=ct.n_values,
         n_annotators=int(ct.annotator_labels.size), n_unpairable=ct.n_unpairable,
         diagnostics=_diagnostics(do, ex, ct) + interval_notes,

@@ -22,7 +22,7 @@ import pandas as pd
 from .model import Span
 from .span_chance import coverage, coverage_sorted, observed_coverage
 from .tokens import char_spans_to_tokens
-from .table import require_unique_long_table
+from .table import long_table
 
 __all__ = ["SpanF1Result", "SpanF1TableResult", "span_f1", "span_f1_table", "char_spans_to_tokens",
            "f1_ratios"]
@@ -293,7 +293,7 @@ def span_f1_table(table: pd.DataFrame, n_tokens: Mapping[Any, int], model: str =
         raise ValueError(f"model must be one of {MODELS}, got {model!r}")
     if on_overlap not in ("error", "merge"):
         raise ValueError(f"on_overlap must be 'error' or 'merge', got {on_overlap!r}")
-    require_unique_long_table(table)
+    table = long_table(table, missing="keep")
 
     rec_item, rec_label, rec_a, rec_b, rec_tp, rec_etp, rec_l = [], [], [], [], [], [], []
     # per (item, label, annotator): the sums over the pairs the annotator is in

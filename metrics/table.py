@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["CodedTable", "code_table", "factorize", "show", "require_unique_long_table", "observed_pairs", "between_pair_count", "sample_between_pairs",
+__all__ = ["CodedTable", "code_table", "long_table", "Duplicates", "factorize", "show", "require_unique_long_table", "observed_pairs", "between_pair_count", "sample_between_pairs",
            "all_between_pairs"]
 
 REQUIRED = ("item", "annotator", "value")
@@ -74,87 +75,100 @@ def show(v: object) -> str:
     return repr(v.item() if isinstance(v, np.generic) else v)
 
 
-def require_unique_long_table(table: pd.DataFrame) -> None:
-    """A long table with columns item, annotator, value and one row per (item, annotator).
+Duplicates = Literal["error", "keep", "first", "last"]
+
+
+def long_table(table: pd.DataFrame, *, duplicates: Duplicates = "error", missing: Literal["error", "keep"] = "error",
+               name: str = "table") -> pd.DataFrame:
+    """The one validator of a long table (item, annotator, value); every table function uses it.
+
+    Parameters
+    ----------
+    table : DataFrame with columns item, annotator, value (others are dropped)
+    duplicates : {"error", "keep", "first", "last"}
+        Several rows for one (item, annotator): refuse, keep each, or keep the first/last.
+    missing : {"error", "keep"}
+        A None/NaN value: refuse (naming item and annotator), or keep it (the measure
+        reads it as "no answer").
+    name : str
+        How error messages call the table (``table_x`` for κx's first replication).
+
+    Returns
+    -------
+    DataFrame with exactly the columns item, annotator, value, shape (n_rows, 3).
 
     Raises
     ------
     ValueError
-        A missing column, or the first (item, annotator) with several rows.
+        Not a DataFrame, a missing column, an unknown option, an empty table, a row
+        without item or annotator, a missing value (``missing="error"``), or a repeated
+        (item, annotator) (``duplicates="error"``).
     """
-    if not isinstance(table, pd.DataFrame):
-        raise ValueError(f"expected a pandas DataFrame with columns {REQUIRED}, got {type(table).__name__}")
-    missing = [c for c in REQUIRED if c not in table.columns]
-    if missing:
-        raise ValueError(f"table lacks column(s) {missing}; it has {list(table.columns)}")
-    dup = table.duplicated(["item", "annotator"]).to_numpy()
-    if dup.any():
-        k = int(np.argmax(dup))
-        raise ValueError(f"item {show(table['item'].iat[k])}: annotator {show(table['annotator'].iat[k])} "
-                         "has several rows")
-
-
-def code_table(table: pd.DataFrame, duplicates: str = "error") -> CodedTable:
-    """Validate ``table`` and code items and annotators as integers.
-
-    Raises
-    ------
-    ValueError
-        Missing columns, an empty table, a missing (None/NaN) value — naming its item and
-        annotator —, a repeated (item, annotator) under ``duplicates="error"``, fewer than
-        two annotators, or no item with two values.
-    """
-    if not isinstance(table, pd.DataFrame):
-        raise ValueError(f"expected a pandas DataFrame with columns {REQUIRED}, got {type(table).__name__}")
-    missing = [c for c in REQUIRED if c not in table.columns]
-    if missing:
-        raise ValueError(f"table lacks column(s) {missing}; it has {list(table.columns)}")
     if duplicates not in DUPLICATE_POLICIES:
         raise ValueError(f"duplicates must be one of {DUPLICATE_POLICIES}, got {duplicates!r}")
+    if missing not in ("error", "keep"):
+        raise ValueError(f"missing must be 'error' or 'keep', got {missing!r}")
+    if not isinstance(table, pd.DataFrame):
+        raise ValueError(f"{name}: expected a pandas DataFrame with columns {REQUIRED}, got {type(table).__name__}")
+    absent = [c for c in REQUIRED if c not in table.columns]
+    if absent:
+        raise ValueError(f"{name} lacks column(s) {absent}; it has {list(table.columns)}")
     if len(table) == 0:
-        raise ValueError("the table is empty: no annotations to compare")
+        raise ValueError(f"{name} is empty: no annotations to compare")
     df = table.loc[:, list(REQUIRED)]
     for col in ("item", "annotator"):
         bad = df[col].isna().to_numpy()
         if bad.any():
             k = int(np.flatnonzero(bad)[0])
-            raise ValueError(f"row {k} has no {col} (item={show(df['item'].iat[k])}, annotator={show(df['annotator'].iat[k])})")
-    values = df["value"].to_numpy()
-    if values.dtype.kind in "fc":
-        nan_rows = np.flatnonzero(np.isnan(values))
-    elif values.dtype == object:
-        # pd.isna is elementwise in C and treats lists/tuples/regions as present
-        nan_rows = np.flatnonzero(pd.isna(values))
-    else:
-        nan_rows = np.zeros(0, dtype=np.int64)
-    if len(nan_rows):
-        k = int(nan_rows[0])
-        raise ValueError(
-            f"missing value (None/NaN) for item {show(df['item'].iat[k])}, annotator {show(df['annotator'].iat[k])}"
-            f" ({len(nan_rows)} such row(s)); drop rows an annotator did not answer"
-        )
+            raise ValueError(f"{name}: row {k} has no {col} (item={show(df['item'].iat[k])}, "
+                             f"annotator={show(df['annotator'].iat[k])})")
+    if missing == "error":
+        values = df["value"].to_numpy()
+        if values.dtype.kind in "fc":
+            nan_rows = np.flatnonzero(np.isnan(values))
+        elif values.dtype == object:
+            # pd.isna is elementwise in C and treats lists/tuples/regions as present
+            nan_rows = np.flatnonzero(pd.isna(values))
+        else:
+            nan_rows = np.zeros(0, dtype=np.int64)
+        if len(nan_rows):
+            k = int(nan_rows[0])
+            raise ValueError(
+                f"{name}: missing value (None/NaN) for item {show(df['item'].iat[k])}, annotator "
+                f"{show(df['annotator'].iat[k])} ({len(nan_rows)} such row(s)); drop rows an annotator did not answer")
+    if duplicates != "keep":
+        dup = df.duplicated(["item", "annotator"], keep=False if duplicates == "error" else duplicates).to_numpy()
+        if dup.any():
+            if duplicates == "error":
+                k = int(np.argmax(dup))
+                n = int(((df["item"] == df["item"].iat[k]) & (df["annotator"] == df["annotator"].iat[k])).sum())
+                raise ValueError(f"{name}: annotator {show(df['annotator'].iat[k])} has {n} values on item "
+                                 f"{show(df['item'].iat[k])}; pass duplicates='first'|'last'|'keep'")
+            df = df.loc[~dup]
+    return df
 
+
+def require_unique_long_table(table: pd.DataFrame) -> None:
+    """:func:`long_table` with one row per (item, annotator), missing values allowed."""
+    long_table(table, missing="keep")
+
+
+def code_table(table: pd.DataFrame, duplicates: Duplicates = "error") -> CodedTable:
+    """Validate ``table`` (:func:`long_table`) and code items and annotators as integers.
+
+    Raises
+    ------
+    ValueError
+        What :func:`long_table` refuses (missing values included), fewer than two
+        annotators, or no item with two values.
+    """
+    df = long_table(table, duplicates=duplicates)
+    values = df["value"].to_numpy()
     item_codes, item_labels = factorize(df["item"].to_numpy())
     ann_codes, ann_labels = factorize(df["annotator"].to_numpy())
     n_ann = max(len(ann_labels), 1)
-    # one stable sort by (item, annotator) groups items, finds duplicates, keeps table order within them
-    key = item_codes.astype(np.int64) * n_ann + ann_codes
-    order = np.argsort(key, kind="stable")
-    sorted_key = key[order]
-    same_as_next = sorted_key[1:] == sorted_key[:-1]
-    if duplicates != "keep" and same_as_next.any():
-        if duplicates == "error":
-            k = int(order[np.argmax(same_as_next)])
-            raise ValueError(
-                f"annotator {show(df['annotator'].iat[k])} has {int((key == key[k]).sum())} values on item "
-                f"{show(df['item'].iat[k])}; pass duplicates='first'|'last'|'keep'"
-            )
-        keep = np.ones(order.size, dtype=bool)
-        if duplicates == "first":
-            keep[1:] = ~same_as_next
-        else:
-            keep[:-1] = ~same_as_next
-        order = order[keep]
+    # one stable sort by (item, annotator) groups items and keeps table order within them
+    order = np.argsort(item_codes.astype(np.int64) * n_ann + ann_codes, kind="stable")
     ann_present = np.zeros(len(ann_labels), dtype=bool)
     ann_present[ann_codes[order]] = True
     if ann_present.sum() < 2:

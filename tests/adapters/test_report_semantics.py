@@ -198,7 +198,8 @@ def test_auto_never_prefers_a_distance_without_variation():
     # used to break in favour of boxes.count
     rows = [[[Box(x=100 * i + 30 * k, y=0, width=10, height=10, label="a")] for k in range(3)] for i in range(6)]
     choice = choose_distance(_table(rows), ["boxes.count", "boxes.iou"], bootstrap=0)
-    assert choice.results["boxes.count"].d_e == 0 and choice.results["boxes.iou"].ks == 0
+    assert choice.scores["boxes.count"].d_e == 0 and choice.scores["boxes.iou"].ks == 0
+    assert list(choice.table["status"]) == ["ok", "no_variation"]
     assert choice.winner == "boxes.iou"
 
 

@@ -49,12 +49,12 @@ def test_choose_distance_on_paper_rankings():
     table = load_table("ranked_lists")
     choice = choose_distance(table, ["rankings.kendall_top5", "rankings.kendall", "rankings.spearman"],
                              form="pairwise", duplicates="keep", bootstrap=0)
-    assert list(choice.table.columns) == ["distance", "alpha", "ks", "sigma", "ks_statistic", "n_pairs"]
+    assert list(choice.table.columns) == ["distance", "alpha", "ks", "sigma", "ks_statistic", "n_pairs", "status"]
     assert choice.table["ks"].is_monotonic_decreasing
     # paper 000: τ over the top 5 is the worst of the three
     assert choice.table["distance"].iloc[-1] == "rankings.kendall_top5"
     assert choice.winner == choice.table["distance"].iloc[0]
-    assert choice.results[choice.winner].ks == choice.table["ks"].max()
+    assert choice.result.ks == choice.table["ks"].max() == choice.scores[choice.winner].ks
 
 
 def _noisy_boxes(n_items: int = 60, seed: int = 1) -> pd.DataFrame:
@@ -74,7 +74,9 @@ def test_auto_picks_the_highest_ks_and_matches_agreement():
     choice = choose_distance(table, bootstrap=0)
     assert set(choice.table["distance"]) == set(candidates("boxes"))
     assert choice.winner in ("boxes.iou", "boxes.giou", "boxes.l2")
-    auto = agreement(table, "auto", bootstrap=0)
+    auto = choose_distance(table, bootstrap=0).result
+    with pytest.raises(ValueError, match="choose_distance"):
+        agreement(table, "auto", bootstrap=0)
     assert auto.distance == choice.winner
     assert auto.ks == pytest.approx(choice.table["ks"].iloc[0])
 
