@@ -54,7 +54,7 @@ def _timed(fn: Any) -> tuple[float, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ls_agreement.adapters.settings import ReportSettings
+    from ls_agreement.plugin.settings import ReportSettings
     from ls_agreement.plugin.server import LocalLabelStudio
     from ls_agreement.plugin.settings import PluginSettings, SyncOptions
     from ls_agreement.plugin.sync import sync_project

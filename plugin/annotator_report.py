@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any, Mapping
 
-from ls_agreement.adapters.render import render_html
+from ls_agreement.plugin.report.render import render_html
 
 from .pushback import _clean
 

@@ -25,35 +25,9 @@ import httpx
 
 T = TypeVar("T")
 
-EXIT_BAD_INPUT, EXIT_SERVER = 2, 3
+from .errors import AuthError, BadInput, LabelStudioError, NotFound, RequestRejected, ServerUnavailable
 
-
-class LabelStudioError(Exception):
-    """A problem talking to Label Studio; ``exit_code`` follows ``plugin/cli.py``."""
-
-    exit_code = EXIT_SERVER
-
-
-class ServerUnavailable(LabelStudioError):
-    """Unreachable, timing out or answering 5xx after all retries."""
-
-
-class AuthError(LabelStudioError):
-    """The token was refused (401/403) or is an expired personal access token."""
-
-
-class NotFound(LabelStudioError):
-    """The project (or task) does not exist or is not visible to this token."""
-
-
-class RequestRejected(LabelStudioError):
-    """Any other 4xx: the server understood and refused the request."""
-
-
-class BadInput(LabelStudioError):
-    """Bad user input (URL shape, settings, config the plugin does not understand)."""
-
-    exit_code = EXIT_BAD_INPUT
+__all_errors__ = (AuthError, BadInput, LabelStudioError, NotFound, RequestRejected, ServerUnavailable)
 
 
 def token_kind(token: str) -> str:

@@ -15,6 +15,8 @@ Cache layout (``$LS_AGREEMENT_CACHE`` or ``~/.cache/ls-agreement``)::
 """
 from __future__ import annotations
 
+from .errors import LocalServerError
+
 import contextlib
 import fcntl
 import hashlib
@@ -48,8 +50,8 @@ _STRIP_ENV = ("USERNAME", "PASSWORD", "HOST", "PORT", "DJANGO_SETTINGS_MODULE",
               "DJANGO_DB", "DATABASE_URL", "VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME")
 
 
-class LabelStudioError(RuntimeError):
-    """Label Studio could not be installed, started or reached."""
+# kept under its historical name for the callers of this module
+LabelStudioError = LocalServerError
 
 
 def default_cache_dir() -> Path:

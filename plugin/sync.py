@@ -257,7 +257,7 @@ def sync_project(url: str, token: str, project_id: int, settings: Any = None,
 def _build(project: Mapping[str, Any], tasks: list[dict[str, Any]], report_settings: Any,
            project_id: int) -> dict[str, Any]:
     """``build_report`` with its failures turned into bad-input errors naming the project."""
-    from ls_agreement.adapters.report import build_report
+    from ls_agreement.plugin.report.build import build_report
 
     config = project.get("label_config") or ""
     if not config.strip():

@@ -58,7 +58,7 @@ class App:
 
     def report_html(self, project_id: int, path: Path) -> str:
         """render_html of a report file, cached until the file changes (plots are costly)."""
-        from ls_agreement.adapters.render import render_html
+        from ls_agreement.plugin.report.render import render_html
 
         st = path.stat()
         key = (str(path), st.st_mtime_ns, st.st_size)

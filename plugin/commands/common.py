@@ -8,8 +8,8 @@ from pathlib import Path
 __all__ = ["EXIT_OK", "EXIT_INTERNAL", "EXIT_BAD_INPUT", "EXIT_SERVER", "add_server_arguments",
            "add_service_arguments", "DEFAULT_OUT", "DEFAULT_STATE", "SECRET_ENV"]
 
-# 0 ok, 1 internal error, 2 bad input or usage, 3 Label Studio unreachable or refused
-EXIT_OK, EXIT_INTERNAL, EXIT_BAD_INPUT, EXIT_SERVER = 0, 1, 2, 3
+# the one exit-code table lives with the error hierarchy
+from ..errors import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_SERVER
 
 
 def add_server_arguments(parser: argparse.ArgumentParser) -> None:

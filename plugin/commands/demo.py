@@ -128,7 +128,7 @@ def run_demo(data_dir: Path, port: int = 8089, *, n_tasks: int = 60, seed: int =
 
 
 def _sync(outcome: DemoOutcome, bootstrap: int) -> None:
-    from ls_agreement.adapters.settings import ReportSettings
+    from ls_agreement.plugin.settings import ReportSettings
     from ls_agreement.plugin.sync import sync_project
 
     server = outcome.server

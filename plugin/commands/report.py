@@ -2,7 +2,7 @@
 
 Runs the adapters and the metrics on a Label Studio JSON export (or snapshot export) and
 its labeling config, for every control tag, and writes the report as JSON (the contract
-of ``ls_agreement.adapters.report.build_report``), CSV (two tables) or the HTML quality
+of ``ls_agreement.plugin.report.build.build_report``), CSV (two tables) or the HTML quality
 page. Exit codes: 0 ok, 2 bad input (message on stderr), 1 internal error (message only;
 the traceback with ``--debug``).
 """
@@ -38,14 +38,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _settings(args: argparse.Namespace):  # -> ReportSettings
-    from ls_agreement.adapters.settings import ReportSettings, load_settings
+    from ls_agreement.plugin.settings import ReportSettings, load_settings
 
-    settings = load_settings(args.settings) if args.settings else ReportSettings()
+    settings = load_settings(args.settings).report if args.settings else ReportSettings()
     for spec in args.distance:
         name, sep, dist = spec.partition("=")
         if not sep or not name.strip() or not dist.strip():
             raise ValueError(f"--distance expects FROM_NAME=NAME, got {spec!r}")
         settings.distances[name.strip()] = dist.strip()
+    try:
+        settings.distances = ReportSettings.from_mapping({"distances": settings.distances}).distances
+    except ValueError as exc:
+        raise ValueError(f"--distance: {exc}") from None
     if args.strict:
         settings.strict = True
     if args.include_predictions:
@@ -70,20 +74,11 @@ def _write(text: str, path: str | None) -> None:
     Path(path).write_text(text, encoding="utf-8")
 
 
-def _check_distances(settings) -> None:  # unknown names are bad input, found before any work
-    from ls_agreement.metrics import available
-
-    known = set(available())
-    bad = sorted({d for d in settings.distances.values() if d != "auto" and d not in known})
-    if bad:
-        raise ValueError(f"unknown distance(s) {bad}; available: {', '.join(sorted(known))}")
-
-
 def _rendered(render, report: dict):
     """``render(report)`` with Python warnings (matplotlib, numpy) turned into report
     warnings, never raw lines on stderr; rendered again when there were some, so the page
     lists them."""
-    from ls_agreement.adapters.report import collect_warnings
+    from ls_agreement.plugin.report.build import collect_warnings
 
     caught: list[str] = []
     with collect_warnings(caught, "rendering the report"):
@@ -97,14 +92,13 @@ def _rendered(render, report: dict):
 
 def run(args: argparse.Namespace) -> int:
     """Build the report and write it; return an exit code (see plugin/cli.py)."""
-    from ls_agreement.adapters.errors import AdapterError
-    from ls_agreement.adapters.render import render_csv, render_html
-    from ls_agreement.adapters.report import build_report, collect_warnings
+    from ls_agreement.plugin.errors import AgreementError
+    from ls_agreement.plugin.report.render import render_csv, render_html
+    from ls_agreement.plugin.report.build import build_report, collect_warnings
     from ls_agreement.adapters.tasks import load_export
 
     try:
         settings = _settings(args)
-        _check_distances(settings)
         try:
             config_xml = Path(args.config).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
@@ -114,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
             tasks = load_export(args.export)
         report = build_report(config_xml, tasks, settings)
         report["warnings"][:0] = reading
-    except (AdapterError, ValueError) as exc:
+    except (AgreementError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except Exception as exc:  # internal error: a message, the traceback only on request

@@ -24,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the sync; print a summary; return an exit code (see plugin/cli.py)."""
-    from ..client import LabelStudioError
+    from ..errors import AgreementError
     from ..settings import load_settings
     from ..sync import sync_project
 
@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
         settings = load_settings(args.settings)
         res = sync_project(args.url, args.token, args.project, settings,
                            state_path=args.state, progress=not args.quiet, out_dir=args.out)
-    except LabelStudioError as exc:
+    except AgreementError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
     flagged = sum(1 for t in (res.report.get("tasks") or {}).values() if t.get("flag"))

@@ -73,7 +73,7 @@ def test_strict_exit_2_names_the_place(capsys):
 
 
 def test_internal_error_exit_1(capsys, monkeypatch):
-    import ls_agreement.adapters.report as report
+    import ls_agreement.plugin.report.build as report
 
     def boom(*a, **k):
         raise RuntimeError("kaboom")

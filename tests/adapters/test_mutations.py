@@ -82,8 +82,8 @@ def test_lenient_never_raises_strict_raises_only_adapter_error(data):
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_report_survives_mutations(data):
-    from ls_agreement.adapters.report import build_report
-    from ls_agreement.adapters.settings import ReportSettings
+    from ls_agreement.plugin.report.build import build_report
+    from ls_agreement.plugin.settings import ReportSettings
 
     tasks = copy.deepcopy(data.draw(st.sampled_from(BASES[:1])))
     for _ in range(data.draw(st.integers(1, 3))):

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from ls_agreement.adapters.adapt import adapt
-from ls_agreement.adapters.render import ANNOTATOR_COLUMNS, TASK_COLUMNS, render_csv, render_html
-from ls_agreement.adapters.report import _modes, build_report
-from ls_agreement.adapters.settings import ReportSettings
+from ls_agreement.plugin.report.render import ANNOTATOR_COLUMNS, TASK_COLUMNS, render_csv, render_html
+from ls_agreement.plugin.report.build import _modes, build_report
+from ls_agreement.plugin.settings import ReportSettings
 
 from .conftest import load
 
@@ -91,11 +91,14 @@ def test_only_items_restricts_output_not_numbers(config_xml, snapshot_expanded, 
     assert small["controls"]["sentiment"]["alpha"] == report["controls"]["sentiment"]["alpha"]
 
 
-def test_unknown_distance_becomes_a_warning(config_xml):
+def test_unknown_distance_is_refused_up_front_and_unknown_control_warned(config_xml):
+    # one settings model for every command: distance names are checked before any work (issue 10)
+    with pytest.raises(ValueError, match="unknown distance.*no.such"):
+        build_report(config_xml, load("by_tag_rating.json"),
+                     ReportSettings(bootstrap=0, distances={"quality": "no.such"}))
     rep = build_report(config_xml, load("by_tag_rating.json"),
-                       ReportSettings(bootstrap=0, distances={"quality": "no.such", "ghost": "nominal"}))
-    assert rep["controls"]["quality"]["alpha"] is None
-    assert any("no.such" in w for w in rep["warnings"]) and any("ghost" in w for w in rep["warnings"])
+                       ReportSettings(bootstrap=0, distances={"ghost": "nominal"}))
+    assert any("ghost" in w for w in rep["warnings"])
 
 
 def test_modes_detector():
@@ -138,8 +141,8 @@ def test_render_csv(report):
 
 def test_span_distances_count_tokens_not_characters():
     """measures.md §4: span distances are in token units (characters mapped by nltk)."""
-    from ls_agreement.adapters.report import build_report
-    from ls_agreement.adapters.settings import ReportSettings
+    from ls_agreement.plugin.report.build import build_report
+    from ls_agreement.plugin.settings import ReportSettings
 
     config = ('<View><Text name="text" value="$text"/>'
               '<Labels name="ner" toName="text"><Label value="PER"/></Labels></View>')

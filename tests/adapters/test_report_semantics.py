@@ -26,8 +26,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ls_agreement.adapters.report import build_report
-from ls_agreement.adapters.settings import ReportSettings
+from ls_agreement.plugin.report.build import build_report
+from ls_agreement.plugin.settings import ReportSettings
 from ls_agreement.metrics import agreement, register
 from ls_agreement.metrics.choose import choose_distance
 from ls_agreement.metrics.distances import registry
@@ -344,7 +344,7 @@ def test_no_raw_warning_reaches_stderr_of_the_command(tmp_path):
 
 
 def test_warnings_while_rendering_go_into_the_page(run, tmp_path, monkeypatch):
-    import ls_agreement.adapters.render as render
+    import ls_agreement.plugin.report.render as render
 
     real = render.render_html
 

@@ -6,8 +6,8 @@ import math
 import subprocess
 import sys
 
-from ls_agreement.adapters.report import build_report
-from ls_agreement.adapters.settings import ReportSettings
+from ls_agreement.plugin.report.build import build_report
+from ls_agreement.plugin.settings import ReportSettings
 from ls_agreement.metrics.distributional import sigma_threshold
 
 CONFIG = """<View><Image name="img" value="$image"/>

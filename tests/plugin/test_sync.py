@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 import pytest
 
-from ls_agreement.adapters.settings import ReportSettings
+from ls_agreement.plugin.settings import ReportSettings
 from ls_agreement.plugin.client import Connection
 from ls_agreement.plugin.cli import main as cli_main
 from ls_agreement.plugin.settings import PluginSettings, SyncOptions

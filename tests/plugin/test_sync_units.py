@@ -14,7 +14,7 @@ from ls_agreement.plugin.annotator_report import write_reports
 from ls_agreement.plugin.client import AuthError, BadInput, token_kind
 from ls_agreement.plugin.pushback import (Desired, current_of, desired_for, fingerprint,
                                           merge, needs_write)
-from ls_agreement.plugin.settings import load_settings
+from ls_agreement.plugin.settings import ReportSettings, load_settings
 from ls_agreement.plugin.state import SyncState
 
 REPORT = {
@@ -96,7 +96,7 @@ def test_settings_file(tmp_path: Path) -> None:
     p = tmp_path / "s.toml"
     p.write_text("[sync]\nworkers = 2\nviews = false\n")
     s = load_settings(p)
-    assert s.sync.workers == 2 and s.sync.views is False and s.report is None
+    assert s.sync.workers == 2 and s.sync.views is False and s.report == ReportSettings()
     p.write_text("[sync]\nworkerz = 2\n")
     with pytest.raises(BadInput, match="workerz"):
         load_settings(p)

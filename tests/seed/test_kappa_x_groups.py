@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from ls_agreement.adapters.report import build_report
-from ls_agreement.adapters.seed_measures import kappa_x_section
-from ls_agreement.adapters.settings import ReportSettings
+from ls_agreement.plugin.report.build import build_report
+from ls_agreement.plugin.report.seed import kappa_x_section
+from ls_agreement.plugin.settings import ReportSettings
 from ls_agreement.plugin.cli import main
 
 CONFIG = ('<View><Text name="t" value="$text"/><Choices name="c" toName="t"><Choice value="A"/>'

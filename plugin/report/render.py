@@ -197,7 +197,7 @@ def render_html(report: dict) -> str:
     Parameters
     ----------
     report : dict
-        Output of :func:`ls_agreement.adapters.report.build_report` (possibly round-tripped
+        Output of :func:`ls_agreement.plugin.report.build.build_report` (possibly round-tripped
         through JSON).
 
     Returns

@@ -1,16 +1,15 @@
-"""Settings: from a mapping and from TOML files (flat or under [report])."""
+"""The one settings model and loader: from a mapping and from TOML files (flat or [report]/[sync])."""
 from __future__ import annotations
 
 import pytest
 
-from ls_agreement.adapters.settings import ReportSettings, load_settings
+from ls_agreement.plugin.settings import ReportSettings, load_settings
 
 
 def test_defaults_and_mapping():
     s = ReportSettings()
     assert (s.flag_below, s.p, s.form, s.bootstrap, s.seed, s.strict) == (0.5, 0.05, "canonical", 1000, 0, False)
-    s = ReportSettings.from_mapping({"distances": {"bbox": "boxes.giou"}, "p": 0.1, "groups": {"g": [3, "4"]},
-                                     "plugin_section": {"x": 1}})
+    s = ReportSettings.from_mapping({"distances": {"bbox": "boxes.giou"}, "p": 0.1, "groups": {"g": [3, "4"]}})
     assert s.distance_for("bbox") == "boxes.giou" and s.distance_for("other") == "auto"
     assert s.groups == {"g": ["3", "4"]} and s.p == 0.1
 
@@ -18,7 +17,8 @@ def test_defaults_and_mapping():
 @pytest.mark.parametrize("bad, key", [
     ({"p": 1.5}, "'p'"), ({"p": "x"}, "'p'"), ({"bootstrap": -1}, "'bootstrap'"), ({"form": "other"}, "'form'"),
     ({"strict": "yes"}, "'strict'"), ({"flag_bellow": 0.3}, "flag_bellow"), ({"distances": {"a": 1}}, "distances"),
-    ({"groups": {"g": "3"}}, "groups.g"), ({"seed": True}, "'seed'"),
+    ({"groups": {"g": "3"}}, "groups.g"), ({"seed": True}, "'seed'"), ({"plugin_section": {"x": 1}}, "plugin_section"),
+    ({"distances": {"bbox": "boxes.gio"}}, "unknown distance"),
 ])
 def test_bad_settings_name_the_key(bad, key):
     with pytest.raises(ValueError, match=key):
@@ -28,12 +28,17 @@ def test_bad_settings_name_the_key(bad, key):
 def test_toml_flat_and_report_table(tmp_path):
     flat = tmp_path / "a.toml"
     flat.write_text('flag_below = 0.3\n[distances]\nbbox = "boxes.giou"\n')
-    s = load_settings(flat)
+    s = load_settings(flat).report
     assert s.flag_below == 0.3 and s.distances == {"bbox": "boxes.giou"}
     nested = tmp_path / "b.toml"
-    nested.write_text('[report]\nbootstrap = 10\n[report.distances]\nner = "spans.strict"\n[sync]\nx = 1\n')
+    nested.write_text('[report]\nbootstrap = 10\n[report.distances]\nner = "spans.strict"\n[sync]\nworkers = 3\n')
     s = load_settings(nested)
-    assert s.bootstrap == 10 and s.distances == {"ner": "spans.strict"}
+    assert s.report.bootstrap == 10 and s.report.distances == {"ner": "spans.strict"} and s.sync.workers == 3
+    for text, key in (('[report]\np = 0.1\n[sync]\nx = 1\n', "x"), ('p = 0.1\n[report]\nseed = 1\n', "outside"),
+                      ('[report.distances]\nbbox = "nope"\n', "unknown distance")):
+        nested.write_text(text)
+        with pytest.raises(ValueError, match=key):  # BadInput is a ValueError: exit 2
+            load_settings(nested)
     broken = tmp_path / "c.toml"
     broken.write_text("p = = 1")
     with pytest.raises(ValueError, match="not valid TOML"):

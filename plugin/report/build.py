@@ -21,13 +21,13 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
-from .adapt import adapt
+from ls_agreement.adapters.adapt import adapt
+from ls_agreement.adapters.control import ControlData, fitting_distances
+from ls_agreement.adapters.errors import AdapterError
+from ls_agreement.adapters.spans import span_units_table
 from ls_agreement.metrics.distances.registry import get_distance
 
-from .control import ControlData, fitting_distances
-from .errors import AdapterError
-from .settings import ReportSettings
-from .spans import span_units_table
+from ..settings import ReportSettings
 
 __all__ = ["build_report", "control_report", "collect_warnings", "REPORT_VERSION"]
 
@@ -293,7 +293,7 @@ def _annotators_only(ctl: ControlData, entry: dict) -> None:
 
 def _seed_measures(ctl: ControlData, settings: ReportSettings, entry: dict) -> None:
     try:
-        from . import seed_measures
+        from . import seed as seed_measures
     except ImportError:
         entry["notes"].append("seed-unavailable")
         return

@@ -28,8 +28,9 @@ from ls_agreement.metrics.crowdtruth import crowdtruth
 from ls_agreement.metrics.model import Span
 from ls_agreement.metrics.span_f1 import span_f1_table
 
-from .settings import check_groups
-from .spans import SPAN_TOKENIZER, token_table
+from ls_agreement.adapters.spans import SPAN_TOKENIZER, token_table
+
+from ..settings import check_groups
 
 __all__ = ["seed_measures", "kappa_x_section", "span_f1_section", "crowdtruth_section"]
 

@@ -1,0 +1,458 @@
+"""The agreement report as typed data: project → control → task and annotator entries.
+
+One report is built once (:func:`~ls_agreement.plugin.report.build.build_report`) and
+read by attribute everywhere: push-back, the per-annotator files, the worker summary, the
+quality page, the demo table and the renderers. Project-level derived facts (which tasks
+are flagged, a task's σ, an annotator's pair-weighted quality) are computed here, once.
+
+:func:`to_jsonable` is the one serializer to strict JSON (NaN and ±inf → null, numpy
+scalars → Python numbers); :func:`from_jsonable` reads a stored report back into the
+same types. The JSON keys are the contract documented in ``docs/report.md``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Literal, Mapping, TypeVar, Union
+
+import numpy as np
+
+__all__ = [
+    "REPORT_VERSION", "Interval", "Intervals", "AnnotatorIntervals", "Histogram", "Candidate",
+    "Diagnostic", "KappaX", "SpanF1Scores", "SpanF1Section", "CrowdTruthWorker",
+    "CrowdTruthSection", "ItemEntry", "ControlAnnotator", "ControlReport", "TaskEntry",
+    "ProjectAnnotator", "AnnotatorControl", "Report", "ControlStatus", "number",
+    "to_jsonable", "from_jsonable", "dumps",
+]
+
+REPORT_VERSION = 2
+
+#: Why a control carries no agreement numbers ("ok" when it does).
+ControlStatus = Literal["ok", "no_variation", "unpairable", "failed"]
+
+Interval = tuple[Union[float, None], Union[float, None]]
+_NO_INTERVAL: Interval = (None, None)
+
+
+def number(x: Any) -> float | None:
+    """A finite float, or None (NaN, ±inf, None, and anything not numeric)."""
+    if x is None or isinstance(x, bool):
+        return None
+    try:
+        f = float(x)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return f if math.isfinite(f) else None
+
+
+@dataclass
+class Intervals:
+    """Item-bootstrap intervals of a control's headline numbers."""
+
+    alpha: Interval = _NO_INTERVAL
+    ks: Interval = _NO_INTERVAL
+    sigma: Interval = _NO_INTERVAL
+    bootstrap: int = 0
+    seed: int = 0
+
+
+@dataclass
+class AnnotatorIntervals:
+    sigma: Interval = _NO_INTERVAL
+    alpha: Interval = _NO_INTERVAL
+
+
+@dataclass
+class Histogram:
+    """Observed and expected distances on shared bins (``len(edges) == len(observed) + 1``)."""
+
+    edges: list[float]
+    observed: list[int]
+    expected: list[float]
+
+
+@dataclass
+class Candidate:
+    """One distance tried by ``auto``; the winner has the highest KS."""
+
+    distance: str
+    alpha: float | None
+    ks: float | None
+    sigma: float | None
+
+
+@dataclass
+class Diagnostic:
+    """A condition that makes the numbers hard to read; ``code`` is explained in one place
+    (:mod:`ls_agreement.plugin.report.explain`), ``detail`` holds its figures."""
+
+    code: str
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class KappaX:
+    """Cross-replication reliability of two annotator pools, or humans vs a model (paper 001)."""
+
+    kappa_x: float | None = None
+    normalized: float | None = None
+    irr_x: float | None = None
+    irr_y: float | None = None
+    d_o: float | None = None
+    d_e: float | None = None
+    n_items: int = 0
+    n_x: int = 0
+    n_y: int = 0
+    distance: str | None = None
+    ci: dict[str, Interval] = field(default_factory=dict)
+    bootstrap: int = 0
+    seed: int = 0
+    error: str | None = None
+
+
+@dataclass
+class SpanF1Scores:
+    observed: float | None = None
+    chance: float | None = None
+    corrected: float | None = None
+    difficulty: float | None = None
+
+
+@dataclass
+class SpanF1Section:
+    """Chance-corrected span F1 of Labels on Text (paper 003), micro-averaged."""
+
+    observed: float | None = None
+    chance: float | None = None
+    corrected: float | None = None
+    tp: float = 0.0
+    expected_tp: float = 0.0
+    l_sum: float = 0.0
+    model: str = "non-overlapping"
+    annotators: dict[str, SpanF1Scores] = field(default_factory=dict)
+    tasks: dict[str, SpanF1Scores] = field(default_factory=dict)
+    labels: dict[str, SpanF1Scores] = field(default_factory=dict)
+    tokenizer: str = ""
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class CrowdTruthWorker:
+    wqs: float | None = None
+    wua: float | None = None
+    wwa: float | None = None
+
+
+@dataclass
+class CrowdTruthSection:
+    """CrowdTruth 2.0 scores (paper 004)."""
+
+    workers: dict[str, CrowdTruthWorker] = field(default_factory=dict)
+    units: dict[str, float | None] = field(default_factory=dict)         # unit → UQS
+    annotations: dict[str, float | None] = field(default_factory=dict)   # answer → AQS
+    n_iter: int = 0
+    converged: bool = False
+    closed: bool = True
+
+
+@dataclass
+class ItemEntry:
+    """One task of one control."""
+
+    sigma: float | None = None
+    alpha: float | None = None
+    mean_distance: float | None = None
+    n_pairs: int = 0
+    flag: bool = False
+    annotators: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ControlAnnotator:
+    """One annotator within one control."""
+
+    name: str
+    sigma: float | None = None
+    alpha: float | None = None
+    mean_distance: float | None = None
+    n_pairs: int = 0
+    n_items: int = 0
+    pairs: dict[str, float | None] = field(default_factory=dict)   # co-annotator → mean distance
+    ci: AnnotatorIntervals | None = None
+
+
+@dataclass
+class ControlReport:
+    """Agreement of one control tag (its ``from_name``)."""
+
+    tag: str
+    kind: str
+    object: str | None = None
+    status: ControlStatus = "ok"
+    reason: str | None = None                  # why the numbers are null when status != "ok"
+    distance: str | None = None
+    default_distance: str | None = None
+    form: str = "canonical"
+    alpha: float | None = None
+    ks: float | None = None
+    ks_statistic: float | None = None
+    sigma: float | None = None
+    threshold: float | None = None             # d*
+    n_items: int = 0
+    n_pairs: int = 0
+    n_expected_pairs: int = 0
+    n_values: int = 0
+    n_annotators: int = 0
+    expected_exact: bool = False
+    p: float = 0.05
+    flag_below: float = 0.5
+    ci: Intervals = field(default_factory=Intervals)
+    options: list[str] = field(default_factory=list)
+    n_ground_truth: int = 0
+    candidates: list[Candidate] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    histogram: Histogram | None = None
+    units: str | None = None
+    items: dict[str, ItemEntry] = field(default_factory=dict)
+    annotators: dict[str, ControlAnnotator] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    kappa_x: dict[str, KappaX] = field(default_factory=dict)
+    span_f1: SpanF1Section | None = None
+    crowdtruth: CrowdTruthSection | None = None
+
+    @property
+    def measured(self) -> bool:
+        """Whether this control takes part in flags, task σ and annotator means."""
+        return self.status == "ok"
+
+    def crowdtruth_wqs(self, annotator: str) -> float | None:
+        """CrowdTruth worker quality score of ``annotator``, where this control has one."""
+        if self.crowdtruth is None:
+            return None
+        worker = self.crowdtruth.workers.get(annotator)
+        return None if worker is None else worker.wqs
+
+
+@dataclass
+class TaskEntry:
+    """A task across controls: flagged when any measured control flags it; its σ is the
+    minimum over the measured controls where it has pairs (the weakest control decides)."""
+
+    sigma: float | None = None
+    flag: bool = False
+    controls: list[str] = field(default_factory=list)
+    flagged_controls: list[str] = field(default_factory=list)
+
+
+@dataclass
+class AnnotatorControl:
+    sigma: float | None = None
+    alpha: float | None = None
+    n_pairs: int = 0
+
+
+@dataclass
+class ProjectAnnotator:
+    """An annotator across controls: σ and α are pair-weighted means over measured controls."""
+
+    name: str
+    n_items: int = 0
+    n_pairs: int = 0
+    sigma: float | None = None
+    alpha: float | None = None
+    controls: dict[str, AnnotatorControl] = field(default_factory=dict)
+
+
+@dataclass
+class Report:
+    """A project's agreement report (JSON contract ``version`` 2, see docs/report.md)."""
+
+    n_tasks: int = 0
+    controls: dict[str, ControlReport] = field(default_factory=dict)
+    tasks: dict[str, TaskEntry] = field(default_factory=dict)
+    annotators: dict[str, ProjectAnnotator] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    settings: dict[str, Any] = field(default_factory=dict)
+    version: int = REPORT_VERSION
+
+    # ---- derived, computed once -------------------------------------------------------
+    def derive(self, item_annotators: Mapping[str, set[str]] | None = None,
+               names: Mapping[str, str] | None = None) -> "Report":
+        """Fill :attr:`tasks` and :attr:`annotators` from the controls (in place).
+
+        ``item_annotators`` maps each annotator to the tasks they annotated in any control
+        (their ``n_items``), ``names`` annotator id → display name.
+        """
+        self.tasks = project_tasks(self.controls)
+        self.annotators = project_annotators(self.controls, item_annotators or {}, names or {})
+        return self
+
+    @property
+    def flagged(self) -> list[str]:
+        """Flagged task ids, worst (lowest σ) first."""
+        rows = [(t.sigma if t.sigma is not None else math.inf, k) for k, t in self.tasks.items() if t.flag]
+        return [k for _, k in sorted(rows)]
+
+    @property
+    def n_flagged(self) -> int:
+        return sum(1 for t in self.tasks.values() if t.flag)
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_jsonable(self)
+
+    def to_json(self, **kw: Any) -> str:
+        return dumps(self, **kw)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Report":
+        return from_jsonable(cls, data)
+
+
+def project_tasks(controls: Mapping[str, ControlReport]) -> dict[str, TaskEntry]:
+    out: dict[str, TaskEntry] = {}
+    for name, ctl in controls.items():
+        if not ctl.measured:
+            continue
+        for item, rec in ctl.items.items():
+            t = out.setdefault(item, TaskEntry())
+            t.controls.append(name)
+            if rec.sigma is not None and (t.sigma is None or rec.sigma < t.sigma):
+                t.sigma = rec.sigma
+            if rec.flag:
+                t.flag = True
+                t.flagged_controls.append(name)
+    return out
+
+
+def project_annotators(controls: Mapping[str, ControlReport], items: Mapping[str, set[str]],
+                       names: Mapping[str, str]) -> dict[str, ProjectAnnotator]:
+    out: dict[str, ProjectAnnotator] = {}
+    for a in sorted(items):
+        rec = ProjectAnnotator(name=names.get(a, a), n_items=len(items[a]))
+        sw = aw = n_s = n_a = 0.0
+        for cname, ctl in controls.items():
+            e = ctl.annotators.get(a)
+            if e is None or not ctl.measured:
+                continue
+            rec.controls[cname] = AnnotatorControl(e.sigma, e.alpha, e.n_pairs)
+            rec.n_pairs += e.n_pairs
+            if e.sigma is not None and e.n_pairs:
+                sw += e.sigma * e.n_pairs
+                n_s += e.n_pairs
+            if e.alpha is not None and e.n_pairs:
+                aw += e.alpha * e.n_pairs
+                n_a += e.n_pairs
+        rec.sigma = sw / n_s if n_s else None
+        rec.alpha = aw / n_a if n_a else None
+        out[a] = rec
+    return out
+
+
+# ---- serialization ---------------------------------------------------------------------
+def to_jsonable(obj: Any) -> Any:
+    """Strict-JSON form of a report part: dataclasses → objects, tuples → arrays, numpy
+    scalars → numbers, NaN/±inf → null. Properties are not serialized."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, Mapping):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_jsonable(v) for v in obj]
+    if isinstance(obj, (set, frozenset)):
+        return [to_jsonable(v) for v in sorted(obj, key=str)]
+    if obj is None or isinstance(obj, (str, bool)):
+        return obj
+    if isinstance(obj, np.bool_):
+        return bool(obj)
+    if isinstance(obj, (int, np.integer)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        return number(obj)
+    if isinstance(obj, np.ndarray):
+        return [to_jsonable(v) for v in obj.tolist()]
+    return str(obj)
+
+
+def dumps(obj: Any, **kw: Any) -> str:
+    """Strict JSON text (``allow_nan=False``: a NaN that slipped through is a bug, not output)."""
+    return json.dumps(to_jsonable(obj), allow_nan=False, **kw)
+
+
+T = TypeVar("T")
+
+
+def from_jsonable(tp: type[T] | Any, data: Any) -> T:
+    """Read ``data`` (parsed JSON) as type ``tp``, the inverse of :func:`to_jsonable`.
+
+    Raises
+    ------
+    ValueError
+        ``data`` does not have the shape ``tp`` describes (the path is named).
+    """
+    return _load(tp, data, "report")
+
+
+def _load(tp: Any, data: Any, where: str) -> Any:  # noqa: C901 - one case per type form
+    origin = typing.get_origin(tp)
+    if tp is Any:
+        return data
+    if origin in (Union, types.UnionType):
+        args = typing.get_args(tp)
+        if data is None and type(None) in args:
+            return None
+        errors = []
+        for arg in args:
+            if arg is type(None):
+                continue
+            try:
+                return _load(arg, data, where)
+            except ValueError as exc:
+                errors.append(str(exc))
+        raise ValueError(errors[0] if errors else f"{where}: unexpected null")
+    if origin is Literal:
+        if data not in typing.get_args(tp):
+            raise ValueError(f"{where}: {data!r} is not one of {typing.get_args(tp)}")
+        return data
+    if dataclasses.is_dataclass(tp):
+        if not isinstance(data, Mapping):
+            raise ValueError(f"{where}: expected an object, got {type(data).__name__}")
+        hints = typing.get_type_hints(tp)
+        kw = {f.name: _load(hints[f.name], data[f.name], f"{where}.{f.name}")
+              for f in dataclasses.fields(tp) if f.init and f.name in data}
+        return tp(**kw)
+    if origin in (dict, Mapping, typing.Mapping):
+        if not isinstance(data, Mapping):
+            raise ValueError(f"{where}: expected an object, got {type(data).__name__}")
+        _, vt = typing.get_args(tp) or (str, Any)
+        return {str(k): _load(vt, v, f"{where}.{k}") for k, v in data.items()}
+    if origin is list:
+        if not isinstance(data, list):
+            raise ValueError(f"{where}: expected an array, got {type(data).__name__}")
+        (vt,) = typing.get_args(tp) or (Any,)
+        return [_load(vt, v, f"{where}[{k}]") for k, v in enumerate(data)]
+    if origin is tuple:
+        args = typing.get_args(tp)
+        if not isinstance(data, (list, tuple)) or len(data) != len(args):
+            raise ValueError(f"{where}: expected an array of {len(args)}")
+        return tuple(_load(a, v, f"{where}[{k}]") for k, (a, v) in enumerate(zip(args, data)))
+    if tp is float:
+        if isinstance(data, bool) or not isinstance(data, (int, float)):
+            raise ValueError(f"{where}: expected a number, got {data!r}")
+        return float(data)
+    if tp is int:
+        if isinstance(data, bool) or not isinstance(data, int):
+            raise ValueError(f"{where}: expected an integer, got {data!r}")
+        return data
+    if tp in (str, bool):
+        if not isinstance(data, tp):
+            raise ValueError(f"{where}: expected {tp.__name__}, got {data!r}")
+        return data
+    if tp is type(None):
+        if data is not None:
+            raise ValueError(f"{where}: expected null")
+        return None
+    return data
