@@ -11,6 +11,8 @@ stamp=".venv/.installed-$(cat setup.cfg pyproject.toml | sha1sum | cut -c1-12)"
 if [ ! -f "$stamp" ]; then
   .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip setuptools wheel
   .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[test]"
+  # a test reference only; its releases pin scipy==1.12 (numpy < 2), so its dependencies are not taken
+  .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps "irrCAC>=0.4"
   rm -f .venv/.installed-*; touch "$stamp"
 fi
 cmd=${1:-help}; shift || true

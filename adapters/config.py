@@ -5,7 +5,7 @@ results; an *object* tag (has ``name`` and ``value``: Image, Text, List, ...) sh
 data. The spec records what the adapters need: which object a control annotates, its
 closed answer set (labels, choices, taxonomy leaves, buckets) and its options
 (single/multiple choice, rating scale, ...). Reference: Label Studio tag docs
-(https://labelstud.io/tags/) and ``label-studio.md`` of the project specs.
+(https://labelstud.io/tags/) and ``docs/label-studio.md`` §1.
 """
 from __future__ import annotations
 

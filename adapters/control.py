@@ -1,6 +1,6 @@
 """What an adapted control tag is: a long table in the common model plus its metadata.
 
-Contract (``/work/notes/contracts.md``): one :class:`ControlData` per control tag, table
+Contract (``docs/report.md``): one :class:`ControlData` per control tag, table
 columns ``item`` (task id), ``annotator`` (str: user id, or ``model:<version>`` for
 predictions) and ``value`` (common model value, ``ls_agreement.metrics.model``).
 """
@@ -16,7 +16,7 @@ from .config import ControlSpec
 __all__ = ["ControlData", "DEFAULT_DISTANCE", "default_distance", "candidate_distances",
            "fitting_distances"]
 
-# Default distance per value kind (measures.md §4); scalars depend on the tag.
+# Default distance per value kind (docs/formulas.md §4); scalars depend on the tag.
 DEFAULT_DISTANCE: dict[str, str] = {
     "boxes": "boxes.iou", "polygons": "polygons.iou", "keypoints": "keypoints.oks",
     "spans": "spans.lenient", "text": "text.levenshtein", "ranking": "rankings.kendall",

@@ -1,6 +1,6 @@
 """Errors and warnings of the adapters: every problem names task, annotation and field.
 
-Label Studio does not validate results (label-studio.md, "Data shapes"), so exports carry
+Label Studio does not validate results (docs/label-studio.md §5), so exports carry
 missing keys, NaN coordinates, cancelled annotations and duplicates. In *strict* mode the
 first problem raises :class:`AdapterError`; in *lenient* mode (the default) the offending
 result or item is skipped and a warning is collected.

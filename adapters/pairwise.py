@@ -1,7 +1,7 @@
 """Pairwise: which of two objects an annotator preferred.
 
 Both result shapes seen in the wild are read: ``{"selected": "left"}`` (to_name = the
-Pairwise tag's own name, label-studio.md) and the nested ``{"pairwise": {"selected":
+Pairwise tag's own name, docs/label-studio.md §3) and the nested ``{"pairwise": {"selected":
 "left"}}`` (older front ends, to_name = "obj1,obj2"). ``selected`` may also be the name
 of one of the two objects; it is mapped to "left"/"right" by the order of ``toName``.
 Kind ``pairwise`` (a nominal choice between "left" and "right"); unanswered is *missing*.

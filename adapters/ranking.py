@@ -1,11 +1,11 @@
 """Rankings: Ranker on a List object, plain or with Buckets.
 
-``value.ranker`` maps a ranker or bucket name to item ids (label-studio.md); ``_`` holds
+``value.ranker`` maps a ranker or bucket name to item ids (docs/label-studio.md §3); ``_`` holds
 the items not put in any bucket. The items themselves come from the List object's data
 (a list of ``{"id", ...}``). A plain Ranker's value is the tuple of ids, best first. With
 buckets the value is a tuple of buckets, each a tuple of ids, in config order with the
 unbucketed items (``_``) last: ``rankings.*`` distances read a tuple element as a bucket
-whose ids tie, so buckets compare as ordered categories (measures.md §4); an empty bucket
+whose ids tie, so buckets compare as ordered categories (docs/formulas.md §4); an empty bucket
 keeps its place so that bucket indexes mean the same for every annotator.
 Unanswered is *missing*.
 """

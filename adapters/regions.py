@@ -1,7 +1,7 @@
 """Image regions: RectangleLabels/Rectangle, PolygonLabels/Polygon, KeyPointLabels/KeyPoint.
 
 Label Studio stores coordinates in percent of the image (0-100) plus the image size in
-pixels (``original_width``/``original_height``) on each result (label-studio.md). A
+pixels (``original_width``/``original_height``) on each result (docs/label-studio.md §3). A
 control's values are converted to pixels when *every* region of that control carries the
 size; otherwise the whole control stays in percent (a warning says so), so that one
 control never mixes units. Rectangles keep Label Studio's rotation (degrees about the

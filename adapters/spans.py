@@ -1,7 +1,7 @@
 """Text spans: Labels (and HyperTextLabels) on Text / HyperText objects.
 
 Text results carry character offsets ``start``/``end`` (end exclusive), ``text`` and
-``labels`` (label-studio.md). HyperText results carry XPaths plus ``startOffset`` /
+``labels`` (docs/label-studio.md §3). HyperText results carry XPaths plus ``startOffset`` /
 ``endOffset``; they are used when ``globalOffsets`` is present or when both ends lie in
 the same node (the simple case), otherwise the span is skipped with a warning. Several
 labels on one span become one label ``"A|B"``. Multi-object kind: no spans = ``()``.
@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 
 __all__ = ["TYPES", "MULTI", "parse", "build", "object_text", "token_table", "span_units_table", "SPAN_TOKENIZER"]
 
-# Span distances and span F1 count tokens (measures.md §4, §7); nltk's Treebank rules need no data files.
+# Span distances and span F1 count tokens (docs/formulas.md §4, §7); nltk's Treebank rules need no
+# data files.
 SPAN_TOKENIZER = "nltk"
 
 TYPES = {"labels", "hypertextlabels"}

@@ -1,6 +1,6 @@
 """Label Studio exports -> task dicts, and which annotations of a task count.
 
-Accepted shapes (label-studio.md, "Data shapes"): the JSON export and snapshot exports
+Accepted shapes (docs/label-studio.md §2): the JSON export and snapshot exports
 (a list of task objects with ``annotations``), task dicts from the API (same shape), or a
 ``{"tasks": [...]}`` wrapper. JSON_MIN and CSV exports flatten away annotation ids and
 annotators' identities, so they are refused with a message asking for the JSON export.

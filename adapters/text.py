@@ -1,6 +1,6 @@
 """Free text: TextArea.
 
-``value.text`` is a list of strings (one per submitted line/entry; label-studio.md); an
+``value.text`` is a list of strings (one per submitted line/entry; docs/label-studio.md §3); an
 annotation's value is those strings joined with a newline, in result order. Scalar-like
 kind: an annotation with no TextArea result for the control is *missing* (no row), while
 a submitted empty string is the answer "".

@@ -4,7 +4,7 @@ Names: engine, distances, adapters, seed_measures, sync. Options after ``--`` go
 benchmarks whose ``main(argv)`` takes them (e.g. ``python -m benchmarks sync -- --tasks 1000``).
 
 Each module prints its timings, the ratio against the peer library measured in the same
-run, and whether the target of its issue is met. Benchmarks are not tests: they time.
+run, and whether its target is met. Benchmarks are not tests: they time.
 """
 from __future__ import annotations
 

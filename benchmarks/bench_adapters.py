@@ -1,5 +1,5 @@
 """Adapter speed: adapting a 100,000-task export (3 annotations per task, mixed control tags)
-must take no more than 2x the time of ``json.load`` of the same file (issue 4).
+must take no more than 2x the time of ``json.load`` of the same file.
 
 The export is generated synthetically in a temporary folder with the shape of the real
 Label Studio 1.23 JSON export (``data/label-studio/exports``): every annotation carries

@@ -1,10 +1,10 @@
-"""Crowd-sized projects: many annotators per task (issue 9, item 8).
+"""Crowd-sized projects: many annotators per task.
 
 Three exports, as crowd projects look: 2,000 annotators on 1 task, 1,500 on 2 tasks and
 300 on 20 tasks, each with a single-choice control (5 classes), a multi-choice control,
 a 1–5 rating and text spans (Labels). The whole ``ls-agreement report`` command is timed
 (the way a user meets it), with the default 1,000 bootstrap resamples. Target: each
-under 5 s. Before this issue the three took 61 s, 86 s and 65 s.
+under 5 s. Earlier versions took 61 s, 86 s and 65 s.
 
 A second table times CrowdTruth alone against a pairwise evaluation of the same
 definitions (the form the report used before: every pair of judgements on a unit), on

@@ -1,4 +1,4 @@
-"""Distance speed (issue 3): boxes α/KS/σ at 100k tasks, token Levenshtein vs nltk's
+"""Distance speed: boxes α/KS/σ at 100k tasks, token Levenshtein vs nltk's
 AnnotationTask, and paper 000's bounding-box data size vs a per-pair Python loop.
 
 Peers are measured in the same run; where a peer is quadratic and would take minutes,

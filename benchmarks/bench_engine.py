@@ -1,4 +1,4 @@
-"""Engine speed (issue 2): nominal α on 1M values vs `krippendorff`, interval α on 3×100k,
+"""Engine speed: nominal α on 1M values vs `krippendorff`, interval α on 3×100k,
 α/KS/σ from 1M observed + 1M expected distances vs paper 000's per-point scipy calls."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Seed measures speed (issue 5).
+"""Seed measures speed.
 
 * κx: 4,000,000 synthetic nominal judgements (paper 001's dataset size: 3 pools x 2
   ratings per item, 31 labels) — one binary κx per label for the 3 pool pairs, < 10 s;

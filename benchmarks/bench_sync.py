@@ -1,6 +1,6 @@
 """Benchmark of ``ls-agreement sync`` against a real Label Studio.
 
-Targets (issue 6): a first sync of a 10,000-task, 3-annotator project in at most 2x the
+Targets: a first sync of a 10,000-task, 3-annotator project in at most 2x the
 time of a bare JSON export of that project, and a second sync with nothing changed in at
 most 10 % of the first. Starts its own LocalLabelStudio (template cached by plugin.server),
 imports the project, then times: the bare export (SDK ``download_sync`` + json parse), the

@@ -19,10 +19,15 @@ __all__ = [
 from .choose import DistanceChoice, choose_distance, infer_kind
 __all__ += ["choose_distance", "DistanceChoice", "infer_kind"]
 
-# Seed papers' own measures (issue 5): paper 001 κx, paper 003 span F1, paper 004 CrowdTruth.
+# The seed papers' own measures: paper 001 κx, paper 003 span F1, paper 004 CrowdTruth.
 from .cross_kappa import CrossKappaResult, cross_kappa
 from .span_f1 import SpanF1Result, SpanF1TableResult, char_spans_to_tokens, span_f1, span_f1_table
 from .crowdtruth import CrowdTruthResult, crowdtruth
 
 __all__ += ["cross_kappa", "CrossKappaResult", "span_f1", "span_f1_table", "SpanF1Result",
             "SpanF1TableResult", "char_spans_to_tokens", "crowdtruth", "CrowdTruthResult"]
+# More coefficients for scalar and categorical controls: ICC (Shrout–Fleiss / McGraw–Wong), Gwet.
+from .icc import IccResult, icc
+from .gwet import bennett_s, gwet_ac1, gwet_ac2, per_annotator_bias, scott_pi
+
+__all__ += ["icc", "IccResult", "gwet_ac1", "gwet_ac2", "scott_pi", "bennett_s", "per_annotator_bias"]

@@ -1,7 +1,7 @@
 """Item bootstrap: resample items (not pairs), as paper 001's block bootstrap does.
 
 Reference: Wong, Paritosh & Aroyo (2021), "Cross-replication Reliability", §5; our
-measures.md §9. Resampling items keeps each item's annotations together, so the
+docs/formulas.md §9. Resampling items keeps each item's annotations together, so the
 interval reflects both annotator and item variability.
 """
 from __future__ import annotations

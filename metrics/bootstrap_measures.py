@@ -1,6 +1,6 @@
 """Item-bootstrap intervals of α, KS and σ, vectorized over replicates.
 
-Reference: measures.md §9; Wong, Paritosh & Aroyo (2021) §5 (resample items); Efron
+Reference: docs/formulas.md §9; Wong, Paritosh & Aroyo (2021) §5 (resample items); Efron
 (1987) for the BCa interval.
 
 A replicate draws items with replacement. No distance is recomputed: an observed pair

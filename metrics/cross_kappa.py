@@ -1,4 +1,4 @@
-"""Cross-replication reliability κx (paper 001: Wong, Paritosh & Aroyo 2021; measures.md §6).
+"""Cross-replication reliability κx (paper 001: Wong, Paritosh & Aroyo 2021; docs/formulas.md §6).
 
 Two replications X and Y — two annotator pools, crowd vs experts, humans vs a model —
 rate the same items. With ``R(i)``, ``S(i)`` values on item ``i`` (paper 001, eqs. 9-11):

@@ -1,4 +1,4 @@
-"""CrowdTruth 2.0 quality scores (paper 004; measures.md §8), vectorized.
+"""CrowdTruth 2.0 quality scores (paper 004; docs/formulas.md §8), vectorized.
 
 Each judgement (an annotator's answers on a unit) is a binary vector over the answer
 set; a unit vector is the (worker-quality weighted) sum of its judgements. Unit quality
@@ -484,7 +484,7 @@ class _AnswerPairs:
                    member_g=member_g, n_groups=n_g + rest_unitset.size, n_answers=n_a)
 
     def aqs(self, uqs: np.ndarray, wqs: np.ndarray) -> np.ndarray:
-        """AQS per answer from the previous iteration's UQS and WQS (measures.md §8)."""
+        """AQS per answer from the previous iteration's UQS and WQS (docs/formulas.md §8)."""
         w_m = wqs[self.member_w]
         w_all = np.bincount(self.member_g, w_m, minlength=self.n_groups)
         w2_all = np.bincount(self.member_g, w_m * w_m, minlength=self.n_groups)

@@ -2,7 +2,7 @@
 
 Reference: Braylan, Alonso & Lease (2022), "Measuring Annotator Agreement Generally
 across Complex Structured, Multi-object, and Free-text Annotation Tasks", §4 (KS, σ);
-our measures.md §3.
+docs/formulas.md §3.
 
 Expected distances may come weighted (``weights``): an exact expected distribution from
 value counts is a few distinct distances with pair counts as weights. Weights are
@@ -124,7 +124,7 @@ def ks_score(observed: np.ndarray, expected: np.ndarray | ExpectedDistribution, 
 
     ``p(d)`` is the one-sided KS p-value of the one-point sample ``{d}`` against the
     expected distances (alternative "greater"). Exactly, ``1 − p(d) = #{e > d}/(n + 1)``
-    with ``n = |De|`` (measures.md §3).
+    with ``n = |De|`` (docs/formulas.md §3).
 
     Parameters
     ----------
@@ -268,7 +268,7 @@ def sigma_threshold(expected: np.ndarray | ExpectedDistribution, p: float = 0.05
 
     ``F`` is the Gaussian-KDE mass of the expected distances on ``[0, d]`` (Scott's
     bandwidth), increasing in ``d``, so one root search replaces evaluating the KDE at
-    every observed point (measures.md §3). Each evaluation costs O(points within 9
+    every observed point (docs/formulas.md §3). Each evaluation costs O(points within 9
     bandwidths of ``d``); Brent's method narrows the root in a dozen, and a bisection on
     the bit patterns of doubles then returns the first double where ``F`` reaches ``p``,
     so ``d < d*`` is exactly ``F(d) < p``. Below ``p = 1e-8`` the mass is summed kernel by

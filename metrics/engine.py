@@ -1,7 +1,7 @@
 """`agreement()`: α, KS and σ with any distance, per project, item and annotator.
 
 References: Braylan, Alonso & Lease (2022) §4 (pairwise α, KS, σ); Krippendorff (2011)
-(canonical α); Wong, Paritosh & Aroyo (2021) §5 (item bootstrap); measures.md §1–3, §9.
+(canonical α); Wong, Paritosh & Aroyo (2021) §5 (item bootstrap); docs/formulas.md §1–3, §9.
 """
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import pandas as pd
 
 from .bootstrap_measures import bootstrap_intervals
 from .distances.base import Distance, check_distances, compute_distinct, value_keys
+from .diagnostics import Diagnostic, expected_modes
 from .distances.registry import DistanceLike, get_distance
 from .distributional import ExpectedDistribution, ks_score, ks_statistic, sigma_score, sigma_threshold
 from .expected import Expected, expected_distances
@@ -22,6 +23,8 @@ from .table import CodedTable, code_table, observed_pairs, show
 
 __all__ = ["agreement", "score", "Scored", "AgreementResult", "FORMS", "KS_METHODS", "alpha_core", "AlphaCore"]
 
+#: Bins of the observed/expected histograms (the report's plot and the multi-modality test).
+HISTOGRAM_BINS = 30
 Form = Literal["canonical", "pairwise"]
 KsMethod = Literal["exact", "scipy"]
 Duplicates = Literal["error", "keep", "first", "last"]
@@ -33,7 +36,7 @@ KS_METHODS: tuple[str, ...] = get_args(KsMethod)
 class AgreementResult:
     """Agreement of one table under one distance.
 
-    ``observed``/``expected`` are the distance arrays of measures.md §1 (shapes
+    ``observed``/``expected`` are the distance arrays of docs/formulas.md §1 (shapes
     ``(n_pairs,)`` and ``(k,)``; ``expected_weights`` are pair counts when the expected
     distribution was tabulated exactly from value counts, else None). ``d_o``/``d_e`` are
     the mean distances α is formed from, in the chosen ``form``.
@@ -65,7 +68,7 @@ class AgreementResult:
     n_values: int
     n_annotators: int
     n_unpairable: int
-    diagnostics: list[str] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
     _pair_codes: tuple[np.ndarray, np.ndarray, np.ndarray] | None = field(default=None, repr=False)
     _labels: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
 
@@ -211,7 +214,7 @@ def agreement(
         ``expected_pairs``, ``seed``, ``duplicates`` and ``ks_method`` then come from it).
         To pick the distance by KS (paper 000 §6.2), use ``choose_distance``.
     p : float
-        Significance level of σ (measures.md §3).
+        Significance level of σ (docs/formulas.md §3).
     form : {"canonical", "pairwise"}
         How α is formed: Krippendorff's weighting (equal to the ``krippendorff`` package on
         its levels) or paper 000's plain means over within-item and between-item pairs.
@@ -330,7 +333,7 @@ def alpha_core(ct: CodedTable, dist: Distance, form: str, expected_pairs: int | 
 
 
 def _form_means(ct: CodedTable, do: np.ndarray, oi: np.ndarray, ex: Expected, form: str) -> tuple[float, float]:
-    """``(D̂o, D̂e)`` of the chosen form (measures.md §2)."""
+    """``(D̂o, D̂e)`` of the chosen form (docs/formulas.md §2)."""
     if form == "pairwise":
         return float(do.mean()), ex.between_mean
     n = ct.n_values
@@ -356,27 +359,19 @@ def _name_pair(exc: ValueError, ct: CodedTable, oi: np.ndarray, oj: np.ndarray) 
 _TOL = 1e-9
 
 
-_NO_INTERVAL = {  # why an interval is not shown: (project sentence, per-annotator sentence)
-    "undefined": ("no bootstrap replicate defined it", "no bootstrap replicate defined them"),
-    "flat": ("every bootstrap replicate gave {lo:.4g}, so the resampling shows no uncertainty (too few items, "
-             "or no variation)", "every bootstrap replicate gave one value (no uncertainty shown)"),
-    "misses": ("the bootstrap interval [{lo:.4g}, {hi:.4g}] does not contain the estimate {x:.4g} (too few "
-               "items, or a very skewed resampling distribution)", "they did not contain their estimate"),
-}
-
-
 def _interval_problem(lo: float, hi: float, x: float) -> str | None:
+    """The diagnostic code of an interval that cannot be shown, or None."""
     if not (math.isfinite(lo) and math.isfinite(hi)):
-        return "undefined"
+        return "interval_undefined"
     if hi == lo:
-        return "flat"
+        return "interval_flat"
     if not (lo < hi and lo - _TOL <= x <= hi + _TOL):
-        return "misses"
+        return "interval_misses"
     return None
 
 
 def _guard_intervals(ci: dict[str, tuple[float, float]], point: dict[str, float],
-                     per_annotator: pd.DataFrame) -> list[str]:
+                     per_annotator: pd.DataFrame) -> list[Diagnostic]:
     """Null (NaN) every interval that is not finite, has no width, or does not contain its
     own estimate, and say why; an endpoint within rounding (1e-9) of the estimate is moved
     onto it, so a shown interval always contains its estimate.
@@ -387,11 +382,11 @@ def _guard_intervals(ci: dict[str, tuple[float, float]], point: dict[str, float]
     notes = []
     for name, (lo, hi) in list(ci.items()):
         x = point.get(name, math.nan)
-        problem = _interval_problem(lo, hi, x) if math.isfinite(x) else "undefined"
+        problem = _interval_problem(lo, hi, x) if math.isfinite(x) else "interval_undefined"
         if problem:
             ci[name] = (math.nan, math.nan)
             if math.isfinite(x):
-                notes.append(f"no interval for {name}: " + _NO_INTERVAL[problem][0].format(lo=lo, hi=hi, x=x))
+                notes.append(Diagnostic(problem, measure=name, **_interval_detail(problem, lo, hi, x)))
         else:
             ci[name] = (min(lo, x), max(hi, x))
     for name in ("sigma", "alpha"):
@@ -400,34 +395,46 @@ def _guard_intervals(ci: dict[str, tuple[float, float]], point: dict[str, float]
             continue
         x = per_annotator[name].to_numpy(dtype=float)
         lo, hi = per_annotator[lo_c].to_numpy(dtype=float), per_annotator[hi_c].to_numpy(dtype=float)
-        problems = [_interval_problem(a, b, c) if math.isfinite(c) else "undefined" for a, b, c in zip(lo, hi, x)]
+        problems = [_interval_problem(a, b, c) if math.isfinite(c) else "interval_undefined"
+                    for a, b, c in zip(lo, hi, x)]
         bad = np.array([q is not None for q in problems], dtype=bool)
         per_annotator[lo_c] = np.where(bad, np.nan, np.fmin(lo, x))
         per_annotator[hi_c] = np.where(bad, np.nan, np.fmax(hi, x))
-        for problem in _NO_INTERVAL:
+        for problem in ("interval_undefined", "interval_flat", "interval_misses"):
             k = sum(q == problem and math.isfinite(c) for q, c in zip(problems, x))
             if k:
-                notes.append(f"{k} per-annotator {name} interval(s) not shown: {_NO_INTERVAL[problem][1]}")
+                notes.append(Diagnostic("annotator_intervals_hidden", measure=name, count=k, problem=problem))
     return notes
 
 
-def _diagnostics(do: np.ndarray, ex: Expected, ct: CodedTable) -> list[str]:
-    """The pathologies of paper 000 §6.1 that make KS/σ hard to read."""
+def _interval_detail(problem: str, lo: float, hi: float, x: float) -> dict[str, float]:
+    if problem == "interval_flat":
+        return {"value": lo}
+    if problem == "interval_misses":
+        return {"low": lo, "high": hi, "estimate": x}
+    return {}
+
+
+def _diagnostics(do: np.ndarray, ex: Expected, ct: CodedTable) -> list[Diagnostic]:
+    """The pathologies of paper 000 §6.1 that make KS/σ hard to read, and facts about the data."""
     notes = []
     e, w = ex.distances, ex.weights if ex.weights is not None else np.ones_like(ex.distances)
     if not (ex.total_sum > 0 or ex.between_mean > 0 or (e.size and e.max() > 0)):
         # every distance is 0 (one answer throughout, or an optional control nobody used):
         # no pathology of the distributions, agreement is simply undefined
-        notes.append("no variation: every distance between values is 0, so chance agreement is perfect "
-                     "and α, KS and σ are undefined (not low)")
+        notes.append(Diagnostic("no_variation"))
     elif e.size and w[e <= e.min()].sum() / w.sum() > 0.5:
-        notes.append("expected distances piled at the low end: few possible values, so chance agreement "
-                     "is high and σ can only be small")
+        notes.append(Diagnostic("expected_low_end"))
     if do.size and e.size and e.max() > 0 and do.max() > 0 and np.mean(do >= e.max()) > 0.5:
-        notes.append("observed distances piled at the high end: a strict (exact-match) distance; "
-                     "a lenient distance may separate agreement from chance better")
+        notes.append(Diagnostic("observed_high_end"))
+    if e.size and e.max() > 0:
+        counts, _ = np.histogram(e, bins=np.linspace(0.0, max(float(e.max()), float(do.max()) if do.size else 0.0),
+                                                     HISTOGRAM_BINS + 1), weights=w)
+        modes = expected_modes(counts)
+        if modes > 1:
+            notes.append(Diagnostic("expected_multimodal", modes=modes))
     if ct.n_unpairable:
-        notes.append(f"{ct.n_unpairable} item(s) with a single value were skipped (not pairable)")
+        notes.append(Diagnostic("unpairable_items", count=ct.n_unpairable))
     if not ex.exact_distribution:
-        notes.append(f"expected distances from a seeded sample of {ex.n_pairs} between-item pairs")
+        notes.append(Diagnostic("sampled_expected", pairs=ex.n_pairs))
     return notes

@@ -1,6 +1,6 @@
 """Expected (chance) distances: exact from value counts for scalars, sampled otherwise.
 
-Reference: measures.md §1–2; Krippendorff (2011), "Computing Krippendorff's
+Reference: docs/formulas.md §1–2; Krippendorff (2011), "Computing Krippendorff's
 Alpha-Reliability", the coincidence-matrix form of D̂e.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Per-item and per-annotator breakdowns of the observed pairs (measures.md §3)."""
+"""Per-item and per-annotator breakdowns of the observed pairs (docs/formulas.md §3)."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""Chance-corrected span F1 (paper 003; measures.md §7).
+"""Chance-corrected span F1 (paper 003; docs/formulas.md §7).
 
 Token-level F1 between two annotators' segments, ``F1 = 2 TP / (L1 + L2)``, against
 its expectation under paper 003's random annotation model (each annotator keeps the

@@ -1,4 +1,4 @@
-"""Validating a long table (item, annotator, value) and building the pairs of measures.md §1."""
+"""Validating a long table (item, annotator, value) and building the pairs of docs/formulas.md §1."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,6 +1,6 @@
 """Character offsets (Label Studio's) -> token offsets, with tokenizers that need no data.
 
-Paper 000's span distances and paper 003's span F1 both count tokens (measures.md §4, §7);
+Paper 000's span distances and paper 003's span F1 both count tokens (docs/formulas.md §4, §7);
 this is the one place that maps Label Studio's character spans onto them.
 """
 from __future__ import annotations
@@ -52,7 +52,7 @@ def char_spans_to_tokens(text: str, spans: Sequence[Span], tokenizer: str = "nlt
     n_tokens : int
     token_spans : tuple of Span
         A span covers every token its characters touch; a span touching no token
-        (only whitespace) is dropped. Labels and text are kept. Reference: measures.md
+        (only whitespace) is dropped. Labels and text are kept. Reference: docs/formulas.md
         §7 (paper 003 counts tokens).
     """
     n_chars = len(text)

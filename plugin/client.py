@@ -6,7 +6,7 @@ adds what a long sync needs on top of it: bounded retries with exponential backo
 token and an unknown project, token-kind detection (legacy key vs personal access
 token), and per-method request counters (tests use them to assert "nothing written").
 
-Reference: label-studio.md ("Tokens", "Data shapes"); label-studio-sdk 2.1.2
+Reference: docs/label-studio.md §9 (tokens, endpoints) and §2 (export shapes); label-studio-sdk 2.1.2
 ``core/http_client.py`` (its own retries are switched off here so ours are the only
 ones and are bounded) and ``tokens/client_ext.py`` (PAT → 5-minute Bearer exchange).
 """
@@ -48,7 +48,7 @@ def token_kind(token: str) -> str:
     Raises
     ------
     AuthError
-        A JWT whose ``exp`` lies in the past (label-studio.md, "Tokens").
+        A JWT whose ``exp`` lies in the past (docs/label-studio.md §9).
     """
     parts = token.strip().split(".")
     if len(parts) != 3:

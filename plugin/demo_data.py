@@ -213,7 +213,7 @@ class _Truth:
 
 
 def _results(ans: dict[str, Any], text: str, rng: random.Random) -> list[dict[str, Any]]:
-    """Label Studio result items (the shapes of specs/label-studio.md)."""
+    """Label Studio result items (the shapes of docs/label-studio.md §3)."""
     def rid() -> str:
         return "".join(rng.choice("abcdefghijklmnopqrstuvwxyz0123456789") for _ in range(10))
 

@@ -1,7 +1,7 @@
 """Persistent, per-project coalesced job queue for ``serve`` (SQLite).
 
 Label Studio delivers a webhook synchronously, with a 1 s timeout and no retries
-(label-studio.md, "Events"), so the receiver must *persist* a job before it answers 200.
+(docs/label-studio.md §8), so the receiver must *persist* a job before it answers 200.
 A flood of events for one project must not become a flood of syncs: at most one job per
 project is pending at a time and further events only bump its counter (coalescing). A
 sync already running does not absorb new events — they may have arrived after its read —
@@ -13,7 +13,7 @@ attempts are retried with exponential backoff a bounded number of times.
 
 The queue is used only through :class:`JobBackend` (``enqueue``, ``claim``, ``finish``);
 past one machine the same three calls would be backed by Redis + RQ (the queue Label
-Studio itself uses) — design.md, "State and scale". One SQLite file serves one worker
+Studio itself uses) — docs/design.md, "State and scale". One SQLite file serves one worker
 process (threads inside it are fine; ``claim`` never hands out two jobs of one project).
 """
 from __future__ import annotations

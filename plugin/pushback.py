@@ -2,8 +2,8 @@
 
 Per task, flat numeric ``task.data`` keys prefixed ``agreement_`` (Data Manager columns
 that filter and sort numerically) and the per-control detail under ``task.meta["agreement"]``.
-``PATCH`` of ``data``/``meta`` replaces the whole dict (label-studio.md, "Writing quality
-back"), so every write is read-modify-write of a *fresh* copy read just before the write:
+``PATCH`` of ``data``/``meta`` replaces the whole dict (docs/label-studio.md §6), so every
+write is read-modify-write of a *fresh* copy read just before the write:
 a user's keys are never lost and a task edited meanwhile is merged, not overwritten.
 
 What gets written is decided by comparing the desired values with the values the task
@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from .client import Connection, chunked
+from .report.model import Report, TaskEntry, to_jsonable
 
 PREFIX = "agreement_"
 META_KEY = "agreement"
@@ -129,15 +130,15 @@ def _safe_key(name: str) -> str:
     return "".join(c if c.isalnum() or c in "_-" else "_" for c in name)
 
 
-def desired_for(report: Mapping[str, Any], task_id: int, fp: str,
+def desired_for(report: Report, task_id: int, fp: str,
                 names: Mapping[str, str] | None = None,
                 quality: Mapping[str, Any] | None = None) -> Desired | None:
-    """The values one task should carry, from a ``build_report`` result.
+    """The values one task should carry, from a :class:`~.report.model.Report`.
 
     Parameters
     ----------
-    report : Mapping
-        ``build_report`` output (contract of issue 4).
+    report : Report
+        ``build_report`` output.
     task_id : int
         The task.
     fp : str
@@ -154,27 +155,18 @@ def desired_for(report: Mapping[str, Any], task_id: int, fp: str,
         None when the task has no agreement (fewer than two annotators on every control).
     """
     tid = str(task_id)
-    controls = report.get("controls") or {}
     per_control: dict[str, Any] = {}
-    for name, ctrl in controls.items():
-        item = (ctrl.get("items") or {}).get(tid)
-        if item is None:
-            continue
-        entry = {k: v for k, v in item.items()}
-        entry["distance"] = ctrl.get("distance")
-        per_control[name] = entry
-    task = (report.get("tasks") or {}).get(tid)
+    for name, ctrl in report.controls.items():
+        item = ctrl.items.get(tid)
+        if item is not None:
+            per_control[name] = {**to_jsonable(item), "distance": ctrl.distance}
+    task = report.tasks.get(tid)
     if not per_control and task is None:
         return None
-    task = task or {}
-    sigmas = [c.get("sigma") for c in per_control.values()]
-    sigma = task.get("sigma", min((s for s in sigmas if _num(s) is not None), default=None))
-    alphas = [_num(c.get("alpha")) for c in per_control.values()]
-    alpha = task.get("alpha", min((a for a in alphas if a is not None), default=None))
-    flag = task.get("flag")
-    if flag is None:
-        flag = any(bool(c.get("flag")) for c in per_control.values())
-    annotators = sorted({str(a) for c in per_control.values() for a in c.get("annotators") or []})
+    task = task or TaskEntry()
+    sigma, alpha, flag = task.sigma, task.alpha, task.flag
+    annotators = sorted({str(a) for c in per_control.values() for a in c["annotators"]})
+    controls = report.controls
     data: dict[str, Any] = {
         PREFIX + "sigma": _num(sigma),
         PREFIX + "alpha": _num(alpha),
@@ -183,7 +175,7 @@ def desired_for(report: Mapping[str, Any], task_id: int, fp: str,
     }
     if len(controls) > 1:
         for name, c in per_control.items():
-            data[f"{PREFIX}sigma__{_safe_key(name)}"] = _num(c.get("sigma"))
+            data[f"{PREFIX}sigma__{_safe_key(name)}"] = _num(c["sigma"])
     meta = _clean({
         "version": PAYLOAD_VERSION,
         "fingerprint": fp,

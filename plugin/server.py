@@ -5,7 +5,7 @@ Django stack, ≈1 GB), never into the plugin's environment. A migrated data dir
 cached once per Label Studio version and admin identity and copied per run, so a start
 costs seconds instead of the minute of migrations. Facts used here (env vars, the
 silent port+1 fallback, SIGTERM to the process group) were measured on label-studio
-1.23.2; see ``specs/label-studio.md``.
+1.23.2; see ``docs/label-studio.md`` §10.
 
 Cache layout (``$LS_AGREEMENT_CACHE`` or ``~/.cache/ls-agreement``)::
 
@@ -229,7 +229,7 @@ class LocalLabelStudio:
 
     # -- process -------------------------------------------------------------------
     def environment(self) -> dict[str, str]:
-        """Environment of the server process (see specs/label-studio.md)."""
+        """Environment of the server process (see docs/label-studio.md §10)."""
         env = {k: v for k, v in os.environ.items()
                if k not in _STRIP_ENV and not k.startswith(("LABEL_STUDIO_", "HEARTEX_"))}
         env.update({

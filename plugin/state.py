@@ -6,7 +6,7 @@ last project-level numbers (Label Studio open source has no project field we cou
 them to without clobbering user text, so they live here and in the report files).
 
 A task's row is written only after that task's PATCH succeeded, so an interrupted sync
-never records a half-written task as done (design.md, "State and scale").
+never records a half-written task as done (docs/design.md, "State and scale").
 """
 from __future__ import annotations
 

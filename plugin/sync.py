@@ -5,8 +5,8 @@ Steps: connect (checks URL and token) → read project and all tasks (one JSON e
 ``build_report`` on the whole project (cheap) → plan per-task writes by comparing the
 desired values with what each task carries on the server → push (fresh re-read +
 concurrent PATCH; state recorded per task after its write) → Data Manager views →
-per-annotator JSON/CSV report. See design.md ("Outputs", "State and scale") and
-label-studio.md ("Writing quality back").
+per-annotator JSON/CSV report. See docs/design.md ("Back into Label Studio", "State and scale")
+and docs/label-studio.md §6–7.
 """
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from .annotator_report import annotator_quality, write_reports
+from .report.model import Report, to_jsonable
 from .client import BadInput, Connection, LabelStudioError, RetryPolicy
 from .pushback import PushOutcome, Write, current_of, desired_for, fingerprint, needs_write, push
 from .settings import PluginSettings, SyncOptions, settings_from_mapping
@@ -36,7 +37,7 @@ class SyncResult:
 
     project_id: int
     url: str
-    report: dict[str, Any]
+    report: Report
     report_paths: dict[str, Path]
     n_tasks: int
     n_written: int
@@ -97,34 +98,33 @@ class _Progress:
             self.bar.close()
 
 
-def _annotator_emails(report: Mapping[str, Any], users: Mapping[int, str]) -> dict[int, str]:
+def _annotator_emails(report: Report, users: Mapping[int, str]) -> dict[int, str]:
     """Human annotators (numeric ids) seen in the report → email."""
     ids: set[int] = set()
     names: dict[int, str] = {}
-    for ctrl in (report.get("controls") or {}).values():
-        for a, e in (ctrl.get("annotators") or {}).items():
-            if str(a).isdigit():
+    for ctrl in report.controls.values():
+        for a, e in ctrl.annotators.items():
+            if a.isdigit():
                 ids.add(int(a))
-                if isinstance(e, Mapping) and e.get("name"):
-                    names.setdefault(int(a), str(e["name"]))
+                if e.name:
+                    names.setdefault(int(a), e.name)
     return {i: users.get(i) or names.get(i) or str(i) for i in ids}
 
 
-def _name_annotators(report: dict[str, Any], names: Mapping[str, str]) -> None:
+def _name_annotators(report: Report, names: Mapping[str, str]) -> None:
     """Exports carry user ids only: show each annotator's email in the report (in place)."""
-    entries = [report.get("annotators") or {}]
-    entries += [(ctrl.get("annotators") or {}) for ctrl in (report.get("controls") or {}).values()]
+    entries: list[Mapping[str, Any]] = [report.annotators]
+    entries += [ctrl.annotators for ctrl in report.controls.values()]
     for annotators in entries:
         for ann_id, entry in annotators.items():
-            if isinstance(entry, dict) and str(ann_id) in names and entry.get("name") in (None, "", str(ann_id)):
-                entry["name"] = names[str(ann_id)]
+            if ann_id in names and entry.name in (None, "", ann_id):
+                entry.name = names[ann_id]
 
 
-def _project_summary(report: Mapping[str, Any]) -> dict[str, Any]:
+def _project_summary(report: Report) -> dict[str, Any]:
     """Project-level numbers per control (no per-item / per-annotator detail)."""
-    skip = {"items", "annotators"}
-    return {name: {k: v for k, v in ctrl.items() if k not in skip}
-            for name, ctrl in (report.get("controls") or {}).items()}
+    return {name: {k: v for k, v in to_jsonable(ctrl).items() if k not in ("items", "annotators")}
+            for name, ctrl in report.controls.items()}
 
 
 def sync_project(url: str, token: str, project_id: int, settings: Any = None,
@@ -244,7 +244,7 @@ def sync_project(url: str, token: str, project_id: int, settings: Any = None,
             skipped=len(tasks) - len(writes), written=pushed.written,
             merged_fresh=pushed.merged_fresh, vanished=pushed.vanished, views=views,
             run_id=run_id, state_path=state_file, timings=timings, calls=dict(conn.calls),
-            warnings=list(report.get("warnings") or []))
+            warnings=list(report.warnings))
     except BaseException as exc:
         if run_id is not None:
             state.finish_run(run_id, "failed", message=f"{type(exc).__name__}: {exc}"[:500])

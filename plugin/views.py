@@ -5,7 +5,7 @@ A view is ours when its ``data`` carries the marker ``{"ls_agreement": {"view": 
 the title alone is never enough (a user's own tab may share it). Each sync finds its views
 by marker, creates missing ones, updates those whose title/filters/ordering drifted, and
 deletes marked duplicates (a create whose answer was lost and was retried), so re-running
-never duplicates a view. Filter shapes follow label-studio.md ("Writing quality back"):
+never duplicates a view. Filter shapes follow docs/label-studio.md §7:
 ``filter:tasks:data.<key>`` with type Number; ``filter:tasks:annotators`` (type List) holds
 user ids.
 """

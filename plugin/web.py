@@ -58,7 +58,8 @@ class App:
 
     def report_html(self, project_id: int, path: Path) -> str:
         """render_html of a report file, cached until the file changes (plots are costly)."""
-        from ls_agreement.plugin.report.render import render_html
+        from .report.model import Report
+        from .report.render import render_html
 
         st = path.stat()
         key = (str(path), st.st_mtime_ns, st.st_size)
@@ -66,14 +67,14 @@ class App:
             hit = self._cache.get(project_id)
             if hit is not None and hit[0] == key:
                 return hit[1]
-        report = json.loads(path.read_text(encoding="utf-8"))
+        report, header = Report.from_file(json.loads(path.read_text(encoding="utf-8")))
         page = render_html(report)
-        title = report.get("project_title") or f"project {project_id}"
+        title = header.get("project_title") or f"project {project_id}"
         link = (f" · <a href='{html.escape(self.ls_url)}/projects/{project_id}/data'>open in "
                 "Label Studio</a>" if self.ls_url else "")
         nav = (f"<nav><a href='/'>all projects</a> · <b>{html.escape(str(title))}</b>"
                f" · <a href='/projects/{project_id}/report.json'>report.json</a>{link}"
-               f"<br><small>generated {_when(report.get('generated_at'))}</small></nav>")
+               f"<br><small>generated {_when(header.get('generated_at'))}</small></nav>")
         page = page.replace("<body>", "<body>" + nav, 1)
         with self._cache_lock:
             self._cache[project_id] = (key, page)

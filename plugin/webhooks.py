@@ -1,8 +1,8 @@
 """Webhook receiver logic (no HTTP here: ``web.py`` feeds it headers and body).
 
 Label Studio posts ``{"action": ..., "project": {...}, ...}`` to each project's webhook,
-synchronously, with a 1 s timeout, no retries and no signature (label-studio.md,
-"Events"; real payloads in ``data/label-studio/webhooks/``). So the receiver:
+synchronously, with a 1 s timeout, no retries and no signature (docs/label-studio.md §8;
+real payloads in ``data/label-studio/webhooks/``). So the receiver:
 
 1. authenticates with a shared secret carried in a header set on the webhook
    (``X-LS-Agreement-Secret``; constant-time comparison) → 401 otherwise;

@@ -9,7 +9,7 @@ reconcile opens a new job anyway.
 
 The reconciler enqueues a sync of every served project at start-up and then every
 ``interval`` seconds, because webhooks are only hints: Label Studio drops them while the
-receiver is down (design.md, "State and scale").
+receiver is down (docs/design.md, "State and scale").
 """
 from __future__ import annotations
 
@@ -38,12 +38,11 @@ def summarize(result: Any) -> dict[str, Any]:
         "generated_at", "n_warnings", "controls": {name: {"tag", "kind", "distance",
         "alpha", "ks", "sigma", "n_items", "n_pairs"}}}``.
     """
-    report: Mapping[str, Any] = result.report or {}
-    tasks = report.get("tasks") or {}
+    report = result.report
     controls = {
-        name: {k: c.get(k) for k in ("tag", "kind", "distance", "alpha", "ks", "sigma",
-                                     "n_items", "n_pairs")}
-        for name, c in (report.get("controls") or {}).items()}
+        name: {"tag": c.tag, "kind": c.kind, "distance": c.distance, "alpha": c.alpha, "ks": c.ks,
+               "sigma": c.sigma, "n_items": c.n_items, "n_pairs": c.n_pairs}
+        for name, c in report.controls.items()}
     title = None
     if getattr(result, "state_path", None) is not None:
         # sync_project saved the project header (title included) in its state
@@ -55,7 +54,7 @@ def summarize(result: Any) -> dict[str, Any]:
         except (ValueError, OSError):
             title = None
     return {"title": title, "n_tasks": result.n_tasks,
-            "n_flagged": sum(1 for t in tasks.values() if isinstance(t, Mapping) and t.get("flag")),
+            "n_flagged": report.n_flagged,
             "n_written": result.n_written, "skipped": result.skipped, "run_id": result.run_id,
             "generated_at": time.time(), "n_warnings": len(result.warnings or []),
             "controls": controls}

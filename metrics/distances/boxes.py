@@ -1,7 +1,7 @@
 """Bounding boxes (RectangleLabels): IoU, GIoU, corner L2 and count difference.
 
 References: paper 000 appendix ("Bounding Box"); Rezatofighi et al. 2019, "Generalized
-Intersection over Union" (GIoU); measures.md §4. Rotation is honoured: boxes with a
+Intersection over Union" (GIoU); docs/formulas.md §4. Rotation is honoured: boxes with a
 rotation are intersected exactly as polygons (shapely, vectorized); pairs of axis-aligned
 boxes take a closed-form numpy fast path.
 
@@ -13,7 +13,7 @@ Similarities per box pair (then combined over the two sets, see
   object: the enclosing axis-aligned box when both boxes are axis-aligned (the paper's
   box case), the convex hull of both boxes otherwise. Used as the similarity itself, so
   the best-match rule floors it at 0 as paper 000's code does: ``boxes.giou`` reproduces
-  its GIoU row (measures.md §4).
+  its GIoU row (docs/formulas.md §4).
 - ``giou_graded`` = ``(1 + giou) / 2`` ∈ [0, 1]: a single pair's distance is
   ``(1 − giou) / 2``, so disjoint boxes keep GIoU's graded distance (farther apart =
   farther) instead of all being floored at 0. Our own variant, ``boxes.giou_graded``.

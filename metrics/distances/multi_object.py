@@ -1,6 +1,6 @@
 """From a similarity between two objects to a distance between two *sets* of objects.
 
-Reference: measures.md §4 and paper 000's appendix ("single to multi"). For value
+Reference: docs/formulas.md §4 and paper 000's appendix ("single to multi"). For value
 pairs ``(A, B)`` with single-object similarity ``s ∈ [0, 1]``:
 
 - ``pooled`` (default; the form behind paper 000's Table 1): every object of A takes

@@ -1,6 +1,6 @@
 """Polygons (PolygonLabels): IoU via shapely, and count difference.
 
-Reference: measures.md §4 ("Polygons: IoU via shapely"); paper 000 appendix for the
+Reference: docs/formulas.md §4 (polygons: IoU via shapely); paper 000 appendix for the
 IoU score and the multi-object combinators (:mod:`.multi_object`).
 
 Self-intersecting or otherwise invalid polygons are repaired with ``shapely.make_valid``

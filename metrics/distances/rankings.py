@@ -1,7 +1,7 @@
 """Rankings (Ranker / List): Kendall's τ, Spearman's ρ, τ over the top k.
 
 References: paper 000 appendix ("Ranked Lists", scipy ``kendalltau`` / ``spearmanr``)
-and the authors' code (``sim_ranker.kendaltauscore``); measures.md §4.
+and the authors' code (``sim_ranker.kendaltauscore``); docs/formulas.md §4.
 
 A ranking is a sequence of ids, best first; an element may also be a bucket (tuple,
 list or set of ids) whose ids tie. Two rankings are compared on the union ``U`` of the

@@ -1,6 +1,6 @@
 """Sets of labels (Choices with multiple selection, Taxonomy paths): Jaccard and MASI.
 
-References: measures.md §4; Passonneau 2006, "Measuring Agreement on Set-Valued Items
+References: docs/formulas.md §4; Passonneau 2006, "Measuring Agreement on Set-Valued Items
 (MASI) for Semantic and Pragmatic Annotation" — equal to nltk's ``masi_distance``.
 
 - ``sets.jaccard``: ``1 − |A ∩ B| / |A ∪ B|``.

@@ -1,7 +1,7 @@
 """Text spans (Labels on Text/HyperText): the NER distances of paper 000.
 
 References: paper 000 appendix ("NER: single to multi", "both lenient", "strict tag",
-"strict range", "both strict"); measures.md §4. All forms are ``D = 1 − F1(P, R)`` with
+"strict range", "both strict"); docs/formulas.md §4. All forms are ``D = 1 − F1(P, R)`` with
 ``F1 = 2PR / (P + R)`` (0 when P = R = 0):
 
 - ``spans.lenient`` (both lenient): ``P`` = mean over spans of A of the share of their

@@ -1,6 +1,6 @@
 """Free text (TextArea): token Levenshtein, character edit distance, BLEU and GLEU.
 
-References: paper 000 appendix ("Translations"); measures.md §4; Papineni et al. 2002
+References: paper 000 appendix ("Translations"); docs/formulas.md §4; Papineni et al. 2002
 (BLEU) with Chen & Cherry's smoothing method 4 as nltk implements it; Wu et al. 2016
 (GLEU) as nltk's ``sentence_gleu``.
 

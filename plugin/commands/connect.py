@@ -3,7 +3,7 @@ run a first sync (which creates the Data Manager views).
 
 Idempotent: the project's webhook with the same receiver URL is found again and updated
 (duplicates removed), never duplicated. Label Studio webhooks carry no signature
-(label-studio.md, "Events"), so the shared secret goes into a header set on the webhook
+(docs/label-studio.md §8), so the shared secret goes into a header set on the webhook
 (``X-LS-Agreement-Secret``) and ``serve --secret`` checks it.
 """
 from __future__ import annotations

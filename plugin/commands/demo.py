@@ -24,6 +24,7 @@ from typing import Any, Mapping
 
 from .. import demo_data
 from ..server import LabelStudioError, LocalLabelStudio
+from ..report.model import Report
 from .common import EXIT_OK, EXIT_SERVER
 
 HELP = ("Start a local Label Studio, load a sample multi-annotator project, compute "
@@ -56,7 +57,7 @@ class DemoOutcome:
     server: LocalLabelStudio
     project_id: int
     user_ids: dict[str, int]
-    report: dict[str, Any] = field(default_factory=dict)
+    report: Report = field(default_factory=Report)
     report_paths: dict[str, str] = field(default_factory=dict)
     view_id: int | None = None
     careless_email: str = ""
@@ -136,7 +137,7 @@ def _sync(outcome: DemoOutcome, bootstrap: int) -> None:
                           settings=ReportSettings(bootstrap=bootstrap),
                           state_path=server.data_dir / "ls-agreement-state.sqlite",
                           progress=True, out_dir=server.data_dir / "reports")
-    outcome.report = dict(result.report)
+    outcome.report = result.report
     outcome.report_paths = {k: str(Path(v).resolve())
                             for k, v in (result.report_paths or {}).items()}
     if result.views is not None:
@@ -159,7 +160,7 @@ def _num(x: Any) -> float:
         return math.nan
 
 
-def annotator_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+def annotator_rows(report: Report) -> list[dict[str, Any]]:
     """One row per annotator, lowest σ first.
 
     Keys: ``annotator``, ``name``, ``sigma``, ``alpha`` (the report's project-level,
@@ -167,22 +168,17 @@ def annotator_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     bounds: conservative, wider than an interval of the pooled σ), ``n_items`` and
     ``controls`` (control -> σ).
     """
-    controls = report.get("controls") or {}
     rows = []
-    for ann, e in (report.get("annotators") or {}).items():
-        per = {c: _num(v.get("sigma")) for c, v in (e.get("controls") or {}).items()}
+    for ann, e in report.annotators.items():
+        per = {c: _num(v.sigma) for c, v in e.controls.items()}
         lo = hi = w = 0.0
-        for c, v in (e.get("controls") or {}).items():
-            ci = (((controls.get(c) or {}).get("annotators") or {}).get(ann) or {}).get("ci")
-            pair = ci.get("sigma") if isinstance(ci, Mapping) else None
-            n = _num(v.get("n_pairs"))
-            if isinstance(pair, (list, tuple)) and len(pair) == 2 and n > 0 \
-                    and not (math.isnan(_num(pair[0])) or math.isnan(_num(pair[1]))):
-                lo, hi, w = lo + n * _num(pair[0]), hi + n * _num(pair[1]), w + n
-        rows.append({"annotator": str(ann), "name": str(e.get("name") or ann),
-                     "sigma": _num(e.get("sigma")), "alpha": _num(e.get("alpha")),
-                     "ci": (lo / w, hi / w) if w else (math.nan, math.nan),
-                     "n_items": int(_num(e.get("n_items")) if e.get("n_items") else 0),
+        for c, v in e.controls.items():
+            entry = report.controls[c].annotators.get(ann)
+            ci = entry.ci.sigma if entry is not None and entry.ci is not None else (None, None)
+            if v.n_pairs > 0 and ci[0] is not None and ci[1] is not None:
+                lo, hi, w = lo + v.n_pairs * ci[0], hi + v.n_pairs * ci[1], w + v.n_pairs
+        rows.append({"annotator": ann, "name": e.name or ann, "sigma": _num(e.sigma), "alpha": _num(e.alpha),
+                     "ci": (lo / w, hi / w) if w else (math.nan, math.nan), "n_items": e.n_items,
                      "controls": per})
     rows.sort(key=lambda r: (math.isnan(r["sigma"]), r["sigma"]))
     return rows
@@ -232,8 +228,7 @@ def print_summary(outcome: DemoOutcome) -> None:
                 r["name"] = emails[r["annotator"]]
         print("\nPer annotator, lowest agreement first (sigma: agreement beyond chance, "
               "pair-weighted over the controls):\n" + format_table(rows))
-    flagged = [t for t, e in (outcome.report.get("tasks") or {}).items() if e.get("flag")]
-    print(f"\nFlagged tasks: {len(flagged)} of {len(outcome.report.get('tasks') or {})}.")
+    print(f"\nFlagged tasks: {outcome.report.n_flagged} of {len(outcome.report.tasks)}.")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -74,7 +74,7 @@ def _write(text: str, path: str | None) -> None:
     Path(path).write_text(text, encoding="utf-8")
 
 
-def _rendered(render, report: dict):
+def _rendered(render, report):
     """``render(report)`` with Python warnings (matplotlib, numpy) turned into report
     warnings, never raw lines on stderr; rendered again when there were some, so the page
     lists them."""
@@ -85,7 +85,7 @@ def _rendered(render, report: dict):
         out = render(report)
     if not caught:
         return out
-    report["warnings"].extend(caught)
+    report.warnings.extend(caught)
     with collect_warnings([], "rendering the report"):
         return render(report)
 
@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
         with collect_warnings(reading, "reading the export"):
             tasks = load_export(args.export)
         report = build_report(config_xml, tasks, settings)
-        report["warnings"][:0] = reading
+        report.warnings[:0] = reading
     except (AgreementError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -118,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_INTERNAL
     try:
         if args.format == "json":
-            _write(json.dumps(report, indent=1, allow_nan=False, default=str), args.out)
+            _write(report.to_json(indent=1), args.out)
         elif args.format == "html":
             _write(_rendered(render_html, report), args.out)
         else:
@@ -137,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
             traceback.print_exc()
         print(f"internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return EXIT_INTERNAL
-    n_warn = len(report["warnings"])
+    n_warn = len(report.warnings)
     if n_warn:
         print(f"{n_warn} warning(s); see the report's 'warnings'", file=sys.stderr)
     return EXIT_OK

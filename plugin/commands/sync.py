@@ -39,13 +39,12 @@ def run(args: argparse.Namespace) -> int:
     except AgreementError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
-    flagged = sum(1 for t in (res.report.get("tasks") or {}).values() if t.get("flag"))
-    print(f"project {res.project_id}: {res.n_tasks} tasks, {len(res.report.get('controls') or {})}"
-          f" control(s), {flagged} flagged; wrote {res.n_written} task(s), "
+    print(f"project {res.project_id}: {res.n_tasks} tasks, {len(res.report.controls)}"
+          f" control(s), {res.report.n_flagged} flagged; wrote {res.n_written} task(s), "
           f"{res.skipped} already up to date")
-    for name, c in (res.report.get("controls") or {}).items():
-        print(f"  {name:<20} {c.get('distance')!s:<16} alpha={_fmt(c.get('alpha'))} "
-              f"sigma={_fmt(c.get('sigma'))} items={c.get('n_items')}")
+    for name, c in res.report.controls.items():
+        print(f"  {name:<20} {c.distance!s:<16} alpha={_fmt(c.alpha)} "
+              f"sigma={_fmt(c.sigma)} items={c.n_items}")
     if res.views is not None and (res.views.created or res.views.updated):
         print(f"views: created {len(res.views.created)}, updated {len(res.views.updated)}")
     for w in res.warnings[:10]:

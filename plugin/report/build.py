@@ -1,7 +1,7 @@
 """`build_report`: adapters + metrics for every control tag -> the report JSON contract.
 
 Per control: ``agreement(table, distance, p, form, seed, bootstrap, flag_below)`` of the
-engine (paper 000 §4-5: α, KS, σ with d*; measures.md §3, §9); with ``distance="auto"``
+engine (paper 000 §4-5: α, KS, σ with d*; docs/formulas.md §3, §9); with ``distance="auto"``
 the candidates of the control are ranked by KS (``choose_distance``) and the winner is
 reported with its intervals. Then the seed measures (κx, span F1, CrowdTruth) are merged.
 
@@ -26,15 +26,15 @@ from ls_agreement.adapters.control import ControlData, fitting_distances
 from ls_agreement.adapters.errors import AdapterError
 from ls_agreement.adapters.spans import span_units_table
 from ls_agreement.metrics.distances.registry import get_distance
+from ls_agreement.metrics.engine import HISTOGRAM_BINS
 
 from ..settings import ReportSettings
+from .model import (AnnotatorIntervals, Candidate, ControlAnnotator, ControlReport, ControlStatus, Diagnostic,
+                    Histogram, Intervals, ItemEntry, Report, SeedMeasures, from_jsonable)
+from .seed import seed_measures
 
-__all__ = ["build_report", "control_report", "collect_warnings", "REPORT_VERSION"]
+__all__ = ["build_report", "control_report", "collect_warnings"]
 
-REPORT_VERSION = 1
-SEED_KEYS = ("kappa_x", "span_f1", "crowdtruth")
-_HIST_BINS = 30
-_MIN_MODAL_PAIRS = 100
 # Past this many annotators on a control, the co-annotator map (annotators² entries) would
 # dwarf the rest of the report: it is left out, with a warning saying so.
 MAX_CO_ANNOTATORS = 100
@@ -55,22 +55,15 @@ def _key(item: Any) -> str:
     return str(item)
 
 
-def _empty_entry(ctl: ControlData, settings: ReportSettings) -> dict[str, Any]:
+def _empty_entry(ctl: ControlData, settings: ReportSettings) -> ControlReport:
     table = ctl.table
-    return {
-        "tag": ctl.tag, "kind": ctl.kind, "object": ctl.object_name, "distance": None,
-        "default_distance": ctl.default_distance, "form": settings.form,
-        "alpha": None, "ks": None, "ks_statistic": None, "sigma": None, "threshold": None,
-        "n_items": int(table["item"].nunique()) if len(table) else 0, "n_pairs": 0,
-        "n_expected_pairs": 0, "n_values": int(len(table)),
-        "n_annotators": int(table["annotator"].nunique()) if len(table) else 0,
-        "p": settings.p, "flag_below": settings.flag_below,
-        "ci": {"alpha": [None, None], "ks": [None, None], "sigma": [None, None],
-               "bootstrap": settings.bootstrap, "seed": settings.seed},
-        "options": ctl.options, "n_ground_truth": len(ctl.ground_truth),
-        "diagnostics": [], "histogram": None, "items": {}, "annotators": {}, "warnings": list(ctl.warnings),
-        "notes": [], "status": "ok", "reason": None,
-    }
+    return ControlReport(
+        tag=ctl.tag, kind=ctl.kind, object=ctl.object_name, default_distance=ctl.default_distance,
+        form=settings.form, n_items=int(table["item"].nunique()) if len(table) else 0,
+        n_values=int(len(table)), n_annotators=int(table["annotator"].nunique()) if len(table) else 0,
+        p=settings.p, flag_below=settings.flag_below,
+        ci=Intervals(bootstrap=settings.bootstrap, seed=settings.seed),
+        options=list(ctl.options or []), n_ground_truth=len(ctl.ground_truth), warnings=list(ctl.warnings))
 
 
 # Why a control has no agreement numbers; such a control takes no part in flags, in a
@@ -82,66 +75,44 @@ UNPAIRABLE = ("fewer than two annotators on every task{but}: agreement needs at 
               "or more annotations, so it is undefined")
 
 
-def _kept_diagnostic(note: str) -> bool:
-    """Diagnostics that still hold for an unmeasured control (facts about the data, not
-    about the numbers that are not shown): the engine's no-variation note, skipped items."""
-    return note.startswith("no variation") or "(not pairable)" in note
-
-
 def _unpairable_reason(n_pairable: int) -> str:
     return UNPAIRABLE.format(but=f" but {n_pairable}" if n_pairable else "")
 
 
-def _unmeasured(entry: dict, status: str, reason: str) -> None:
+def _unmeasured(entry: ControlReport, status: ControlStatus, reason: str) -> None:
     """Null every agreement number of a control that cannot be measured, saying why.
 
     Such a control takes no part in flags, in a task's σ or in an annotator's means
     (``_project_tasks``, ``_project_annotators``); facts that do not depend on chance
     (pairs, mean distances) stay.
     """
-    entry.update(status=status, reason=reason, alpha=None, ks=None, ks_statistic=None, sigma=None,
-                 threshold=None, histogram=None)
-    entry["ci"].update(alpha=[None, None], ks=[None, None], sigma=[None, None])
-    for rec in entry["items"].values():
-        rec.update(sigma=None, alpha=None, flag=False)
-    for rec in entry["annotators"].values():
-        rec.update(sigma=None, alpha=None)
-        rec.pop("ci", None)
+    entry.status, entry.reason = status, reason
+    entry.alpha = entry.ks = entry.ks_statistic = entry.sigma = entry.threshold = None
+    entry.histogram = None
+    entry.ci = Intervals(bootstrap=entry.ci.bootstrap, seed=entry.ci.seed)
+    for rec in entry.items.values():
+        rec.sigma = rec.alpha = None
+        rec.flag = False
+    for a in entry.annotators.values():
+        a.sigma = a.alpha = None
+        a.ci = None
     # interval notes and the §6.1 pathologies describe numbers that are not shown
-    entry["diagnostics"] = [d for d in entry["diagnostics"] if _kept_diagnostic(d)]
-    entry["warnings"].append(reason)
+    entry.diagnostics = [d for d in entry.diagnostics if d.code in ("no_variation", "unpairable_items")]
+    entry.warnings.append(reason)
 
 
-def _histogram(observed: np.ndarray, expected: np.ndarray, weights: np.ndarray | None) -> dict[str, Any]:
+def _histogram(observed: np.ndarray, expected: np.ndarray, weights: np.ndarray | None) -> Histogram:
     """Observed/expected distance distributions on shared bins (for the quality page)."""
     hi = max(float(observed.max()) if observed.size else 0.0, float(expected.max()) if expected.size else 0.0)
-    edges = np.linspace(0.0, hi if hi > 0 else 1.0, _HIST_BINS + 1)
+    edges = np.linspace(0.0, hi if hi > 0 else 1.0, HISTOGRAM_BINS + 1)
     obs, _ = np.histogram(observed, bins=edges)
     exp, _ = np.histogram(expected, bins=edges, weights=weights)
-    return {"edges": [float(e) for e in edges], "observed": [int(c) for c in obs],
-            "expected": [float(c) for c in exp]}
-
-
-def _modes(counts: list[float]) -> int:
-    """Number of well-separated peaks of a histogram (valley below half the smaller peak)."""
-    c = np.asarray(counts, dtype=float)
-    # Few distinct distances (nominal 0/1, small rating scales) are spikes by nature, and a
-    # handful of pairs is noise: neither is the pathology of paper 000 §6.1.
-    if c.sum() < _MIN_MODAL_PAIRS or np.count_nonzero(c) <= 5 or c.size < 3:
-        return 1 if c.sum() > 0 else 0
-    sm = np.convolve(np.pad(c, 1, mode="edge"), [0.25, 0.5, 0.25], mode="valid")
-    top = sm.max()
-    peaks = [k for k in range(sm.size) if sm[k] >= 0.1 * top
-             and (k == 0 or sm[k] > sm[k - 1]) and (k == sm.size - 1 or sm[k] >= sm[k + 1])]
-    n = 1 if peaks else 0
-    for a, b in zip(peaks, peaks[1:]):
-        if sm[a:b + 1].min() < 0.5 * min(sm[a], sm[b]):
-            n += 1
-    return n
+    return Histogram(edges=[float(e) for e in edges], observed=[int(c) for c in obs],
+                     expected=[float(c) for c in exp])
 
 
 def _measure(ctl: ControlData, table: pd.DataFrame, settings: ReportSettings, wanted: str,
-             entry: dict, bootstrap: int) -> Any:
+             entry: ControlReport, bootstrap: int) -> Any:
     """The control's agreement under its distance; ``auto`` ranks the candidates by KS
     (``choose_distance``: only the winner is bootstrapped) and records them."""
     from ls_agreement.metrics import agreement, choose_distance
@@ -153,34 +124,32 @@ def _measure(ctl: ControlData, table: pd.DataFrame, settings: ReportSettings, wa
     if len(ctl.candidates) == 1:
         return agreement(table, ctl.candidates[0], **kw)
     choice = choose_distance(table, ctl.candidates, **kw)
-    rows = []
+    entry.candidates = []
     for rec in choice.table.to_dict("records"):
-        row = {"distance": str(rec["distance"]), "alpha": _num(rec["alpha"]), "ks": _num(rec["ks"]),
-               "sigma": _num(rec["sigma"])}
-        if rec["status"] != "ok":  # KS and σ of a constant baseline mean nothing
-            row.update(alpha=None, ks=None, sigma=None, status=rec["status"])
-        rows.append(row)
-    entry["candidates"] = rows
+        ok = rec["status"] == "ok"  # KS and σ of a constant baseline mean nothing
+        entry.candidates.append(Candidate(distance=str(rec["distance"]), alpha=_num(rec["alpha"]) if ok else None,
+                                          ks=_num(rec["ks"]) if ok else None,
+                                          sigma=_num(rec["sigma"]) if ok else None, status=str(rec["status"])))
     return choice.result
 
 
-def control_report(ctl: ControlData, settings: ReportSettings) -> dict[str, Any]:
+def control_report(ctl: ControlData, settings: ReportSettings) -> ControlReport:
     """The report entry of one control (see ``build_report``); never raises ValueError:
     bad data becomes a warning and null numbers."""
     entry = _empty_entry(ctl, settings)
     table = ctl.table
     if ctl.kind == "spans":
-        table, entry["units"], notes = span_units_table(ctl)
-        entry["warnings"].extend(notes)
+        table, entry.units, notes = span_units_table(ctl)
+        entry.warnings.extend(notes)
     n_pairable = int((table.groupby("item", sort=False).size() >= 2).sum()) if len(table) else 0
     if n_pairable < 2:
         wanted = settings.distance_for(ctl.name)
-        entry["distance"] = None if wanted == "auto" else wanted
+        entry.distance = None if wanted == "auto" else wanted
         try:
             if wanted != "auto":
                 get_distance(wanted)
         except (KeyError, ValueError) as exc:
-            entry["warnings"].append(f"distance not usable: {exc}")
+            entry.warnings.append(f"distance not usable: {exc}")
         _annotators_only(ctl, entry)
         _unmeasured(entry, "unpairable", _unpairable_reason(n_pairable))
         return entry
@@ -193,49 +162,43 @@ def control_report(ctl: ControlData, settings: ReportSettings) -> dict[str, Any]
                 raise
             # Tiny data can break resamples only: keep the point estimates.
             res = _measure(ctl, table, settings, wanted, entry, 0)
-            entry["warnings"].append(f"bootstrap intervals not computed: {exc}")
-        entry["distance"] = res.distance
+            entry.warnings.append(f"bootstrap intervals not computed: {exc}")
+        entry.distance = res.distance
     except (ValueError, ZeroDivisionError, FloatingPointError) as exc:
         _annotators_only(ctl, entry)
         _unmeasured(entry, "failed", f"agreement not computed: {exc}")
         return entry
-    for k in ("alpha", "ks", "ks_statistic", "sigma", "threshold"):
-        entry[k] = _num(getattr(res, k))
-    entry.update(n_items=int(res.n_items), n_pairs=int(res.n_pairs),
-                 n_expected_pairs=int(res.n_expected_pairs), distance=res.distance, form=res.form)
-    ci = {k: [_num(v[0]), _num(v[1])] for k, v in res.ci.items()}
-    for k in ("alpha", "ks", "sigma"):
-        entry["ci"][k] = ci.get(k, [None, None])
-    entry["ci"]["bootstrap"] = int(res.bootstrap)
-    entry["diagnostics"] = list(res.diagnostics)
-    entry["expected_exact"] = bool(res.expected_exact)
+    entry.alpha, entry.ks, entry.ks_statistic = _num(res.alpha), _num(res.ks), _num(res.ks_statistic)
+    entry.sigma, entry.threshold = _num(res.sigma), _num(res.threshold)
+    entry.n_items, entry.n_pairs, entry.n_expected_pairs = int(res.n_items), int(res.n_pairs), int(res.n_expected_pairs)
+    entry.distance, entry.form = res.distance, res.form
+    ci = {k: (_num(v[0]), _num(v[1])) for k, v in res.ci.items()}
+    entry.ci = Intervals(alpha=ci.get("alpha", (None, None)), ks=ci.get("ks", (None, None)),
+                         sigma=ci.get("sigma", (None, None)), bootstrap=int(res.bootstrap), seed=settings.seed)
+    entry.diagnostics = [Diagnostic.of(d) for d in res.diagnostics]
+    entry.expected_exact = bool(res.expected_exact)
     if res.observed.size and res.expected.size:
-        entry["histogram"] = _histogram(res.observed, res.expected, res.expected_weights)
-        modes = _modes(entry["histogram"]["expected"])
-        if modes > 1:
-            entry["diagnostics"].append(f"expected distances are multi-modal ({modes} modes): one "
-                                        "threshold d* summarises them poorly")
-    entry["items"] = _items(res.per_item, table)
-    entry["annotators"] = _annotators(res, ctl, entry)
+        entry.histogram = _histogram(res.observed, res.expected, res.expected_weights)
+    entry.items = _items(res.per_item, table)
+    entry.annotators = _annotators(res, ctl, entry)
     if not res.d_e > 0:
         _unmeasured(entry, "no_variation", NO_VARIATION.format(distance=res.distance))
     return entry
 
 
-def _items(per_item: pd.DataFrame, table: pd.DataFrame) -> dict[str, dict]:
+def _items(per_item: pd.DataFrame, table: pd.DataFrame) -> dict[str, ItemEntry]:
     who = table.groupby("item", sort=False)["annotator"].agg(list)
     cols = {c: per_item[c].to_numpy() for c in ("sigma", "alpha", "mean_distance", "n_pairs", "flag")
             if c in per_item.columns}
-    out: dict[str, dict] = {}
+    out: dict[str, ItemEntry] = {}
     for k, item in enumerate(per_item.index):
-        out[_key(item)] = {
-            "sigma": _num(cols["sigma"][k]) if "sigma" in cols else None,
-            "alpha": _num(cols["alpha"][k]) if "alpha" in cols else None,
-            "mean_distance": _num(cols["mean_distance"][k]) if "mean_distance" in cols else None,
-            "n_pairs": int(cols["n_pairs"][k]) if "n_pairs" in cols else 0,
-            "flag": bool(cols["flag"][k]) if "flag" in cols else False,
-            "annotators": [str(a) for a in who.get(item, [])],
-        }
+        out[_key(item)] = ItemEntry(
+            sigma=_num(cols["sigma"][k]) if "sigma" in cols else None,
+            alpha=_num(cols["alpha"][k]) if "alpha" in cols else None,
+            mean_distance=_num(cols["mean_distance"][k]) if "mean_distance" in cols else None,
+            n_pairs=int(cols["n_pairs"][k]) if "n_pairs" in cols else 0,
+            flag=bool(cols["flag"][k]) if "flag" in cols else False,
+            annotators=[str(a) for a in who.get(item, [])])
     return out
 
 
@@ -254,63 +217,57 @@ def _co_annotators(pairs: pd.DataFrame) -> dict[str, dict[str, float | None]]:
     return {x: dict(sorted(v.items())) for x, v in co.items()}
 
 
-def _annotators(res: Any, ctl: ControlData, entry: dict) -> dict[str, dict]:
+def _annotators(res: Any, ctl: ControlData, entry: ControlReport) -> dict[str, ControlAnnotator]:
     pa = res.per_annotator
     if len(pa) <= MAX_CO_ANNOTATORS:
         co = _co_annotators(res.pairs)
     else:
         co = {}
-        entry["warnings"].append(f"co-annotator distances left out: {len(pa)} annotators, more than "
-                                 f"{MAX_CO_ANNOTATORS} (the map would hold {len(pa) ** 2:,} entries)")
-    out: dict[str, dict] = {}
+        entry.warnings.append(f"co-annotator distances left out: {len(pa)} annotators, more than "
+                              f"{MAX_CO_ANNOTATORS} (the map would hold {len(pa) ** 2:,} entries)")
+    out: dict[str, ControlAnnotator] = {}
     names = ctl.annotator_names
     cols = {c: pa[c].to_numpy() for c in pa.columns}
     has_ci = "sigma_ci_low" in cols
     for k, a in enumerate(pa.index):
         key = str(a)
-        rec = {"name": names.get(key, key), "sigma": _num(cols["sigma"][k]) if "sigma" in cols else None,
-               "alpha": _num(cols["alpha"][k]) if "alpha" in cols else None,
-               "mean_distance": _num(cols["mean_distance"][k]) if "mean_distance" in cols else None,
-               "n_pairs": int(cols["n_pairs"][k]) if "n_pairs" in cols else 0,
-               "n_items": int(cols["n_items"][k]) if "n_items" in cols else 0,
-               "pairs": co.get(key, {})}
+        rec = ControlAnnotator(
+            name=names.get(key, key), sigma=_num(cols["sigma"][k]) if "sigma" in cols else None,
+            alpha=_num(cols["alpha"][k]) if "alpha" in cols else None,
+            mean_distance=_num(cols["mean_distance"][k]) if "mean_distance" in cols else None,
+            n_pairs=int(cols["n_pairs"][k]) if "n_pairs" in cols else 0,
+            n_items=int(cols["n_items"][k]) if "n_items" in cols else 0, pairs=co.get(key, {}))
         if has_ci:
-            rec["ci"] = {"sigma": [_num(cols["sigma_ci_low"][k]), _num(cols["sigma_ci_high"][k])],
-                         "alpha": [_num(cols["alpha_ci_low"][k]), _num(cols["alpha_ci_high"][k])]}
+            rec.ci = AnnotatorIntervals(sigma=(_num(cols["sigma_ci_low"][k]), _num(cols["sigma_ci_high"][k])),
+                                        alpha=(_num(cols["alpha_ci_low"][k]), _num(cols["alpha_ci_high"][k])))
         out[key] = rec
     return out
 
 
-def _annotators_only(ctl: ControlData, entry: dict) -> None:
+def _annotators_only(ctl: ControlData, entry: ControlReport) -> None:
     """Annotators with counts but no numbers (controls without agreement)."""
     if not len(ctl.table):
         return
     counts = ctl.table.groupby("annotator", sort=True)["item"].nunique()
-    entry["annotators"] = {str(a): {"name": ctl.annotator_names.get(str(a), str(a)), "sigma": None,
-                                    "alpha": None, "mean_distance": None, "n_pairs": 0,
-                                    "n_items": int(n), "pairs": {}} for a, n in counts.items()}
+    entry.annotators = {str(a): ControlAnnotator(name=ctl.annotator_names.get(str(a), str(a)), n_items=int(n))
+                        for a, n in counts.items()}
 
 
-def _seed_measures(ctl: ControlData, settings: ReportSettings, entry: dict) -> None:
+def _seed_measures(ctl: ControlData, settings: ReportSettings, entry: ControlReport) -> None:
+    """κx, span F1 and CrowdTruth where they apply; a failure is a warning, never a lost report."""
     try:
-        from . import seed as seed_measures
-    except ImportError:
-        entry["notes"].append("seed-unavailable")
-        return
-    try:
-        extra = seed_measures.seed_measures(ctl, settings)
+        extra = from_jsonable(SeedMeasures, seed_measures(ctl, settings))
     except Exception as exc:  # a failing optional measure must not lose the core numbers
-        entry["warnings"].append(f"seed measures failed: {type(exc).__name__}: {exc}")
+        entry.warnings.append(f"seed measures failed: {type(exc).__name__}: {exc}")
         return
-    if isinstance(extra, dict):
-        for k in SEED_KEYS:
-            if k in extra:
-                entry[k] = extra[k]
+    entry.kappa_x = extra.kappa_x
+    entry.span_f1 = extra.span_f1
+    entry.crowdtruth = extra.crowdtruth
 
 
 def build_report(config_xml: str, tasks: list[dict], settings: ReportSettings | None = None,
-                 *, only_items: Iterable | None = None) -> dict[str, Any]:
-    """Agreement report of a Label Studio project (contract in contracts.md, README).
+                 *, only_items: Iterable | None = None) -> Report:
+    """Agreement report of a Label Studio project (contract in docs/report.md, README).
 
     Parameters
     ----------
@@ -326,9 +283,8 @@ def build_report(config_xml: str, tasks: list[dict], settings: ReportSettings | 
 
     Returns
     -------
-    dict
-        JSON-serialisable: ``controls``, ``tasks``, ``annotators``, ``warnings``,
-        ``settings``, ``n_tasks``, ``version``.
+    Report
+        The typed report (``Report.to_dict()`` / ``to_json()`` give the JSON contract).
 
     Raises
     ------
@@ -350,8 +306,7 @@ def build_report(config_xml: str, tasks: list[dict], settings: ReportSettings | 
         warnings.append(f"settings name distances for unknown control(s) {unknown}")
     warnings.extend(_group_warnings(settings, adapted.controls))
     keep = None if only_items is None else {_key(i) for i in only_items}
-    controls: dict[str, dict] = {}
-    notes: set[str] = set()
+    controls: dict[str, ControlReport] = {}
     for name, ctl in adapted.controls.items():
         # numpy/shapely warnings (a polygon repaired, an overflow near 1e308) become the
         # control's report warnings instead of raw lines with source code on stderr
@@ -359,27 +314,20 @@ def build_report(config_xml: str, tasks: list[dict], settings: ReportSettings | 
         with collect_warnings(caught, "computing"):
             entry = control_report(ctl, settings)
             _seed_measures(ctl, settings, entry)
-        entry["warnings"].extend(caught)
+        entry.warnings.extend(caught)
         if keep is not None:
-            entry["items"] = {k: v for k, v in entry["items"].items() if k in keep}
-        warnings.extend(f"{name}: {w}" for w in entry["warnings"])
-        notes.update(entry.pop("notes"))
+            entry.items = {k: v for k, v in entry.items.items() if k in keep}
+        warnings.extend(f"{name}: {w}" for w in entry.warnings)
         controls[name] = entry
-    # said once, not once per control
-    if "auto-unavailable" in notes:
-        warnings.append("distance selection (auto) unavailable: each control uses its default distance")
-    if "seed-unavailable" in notes:
-        warnings.append("seed measures (kappa_x, span F1, CrowdTruth) unavailable")
-    tasks_out = _project_tasks(controls)
-    return {
-        "version": REPORT_VERSION,
-        "n_tasks": adapted.n_tasks,
-        "controls": controls,
-        "tasks": tasks_out,
-        "annotators": _project_annotators(controls, adapted.controls),
-        "warnings": warnings,
-        "settings": settings.to_dict(),
-    }
+    items: dict[str, set[str]] = {}
+    names: dict[str, str] = {}
+    for ctl in adapted.controls.values():
+        names.update(ctl.annotator_names)
+        if len(ctl.table):
+            for a, grp in ctl.table.groupby("annotator", sort=False)["item"]:
+                items.setdefault(str(a), set()).update(map(str, grp.tolist()))
+    report = Report(n_tasks=adapted.n_tasks, controls=controls, warnings=warnings, settings=settings.to_dict())
+    return report.derive(items, names)
 
 
 # Warnings about our code or its libraries, not about the data: never shown to report readers.
@@ -444,52 +392,3 @@ def _check_forced_distances(settings: ReportSettings, controls: dict[str, Contro
             raise AdapterError(f"distance {dist!r} does not fit control {name!r} ({ctl.tag}, "
                                f"{ctl.kind} values); distances that fit: {', '.join(fit)} (or auto)",
                                field=f"distances.{name}")
-
-
-def _project_tasks(controls: dict[str, dict]) -> dict[str, dict]:
-    out: dict[str, dict] = {}
-    for name, entry in controls.items():
-        if entry.get("status", "ok") != "ok":
-            continue
-        for item, rec in entry["items"].items():
-            t = out.setdefault(item, {"sigma": None, "flag": False, "controls": [], "flagged_controls": []})
-            t["controls"].append(name)
-            s = rec.get("sigma")
-            if s is not None and (t["sigma"] is None or s < t["sigma"]):
-                t["sigma"] = s
-            if rec.get("flag"):
-                t["flag"] = True
-                t["flagged_controls"].append(name)
-    return out
-
-
-def _project_annotators(controls: dict[str, dict], data: dict[str, ControlData]) -> dict[str, dict]:
-    items: dict[str, set] = {}
-    names: dict[str, str] = {}
-    for ctl in data.values():
-        names.update(ctl.annotator_names)
-        if len(ctl.table):
-            for a, grp in ctl.table.groupby("annotator", sort=False)["item"]:
-                items.setdefault(str(a), set()).update(grp.tolist())
-    out: dict[str, dict] = {}
-    for a in sorted(items):
-        per = {}
-        sw = aw = n_s = n_a = 0.0
-        pairs = 0
-        for name, entry in controls.items():
-            rec = entry["annotators"].get(a)
-            if rec is None or entry.get("status", "ok") != "ok":
-                continue
-            per[name] = {"sigma": rec["sigma"], "alpha": rec["alpha"], "n_pairs": rec["n_pairs"]}
-            n = rec["n_pairs"]
-            pairs += n
-            if rec["sigma"] is not None and n:
-                sw += rec["sigma"] * n
-                n_s += n
-            if rec["alpha"] is not None and n:
-                aw += rec["alpha"] * n
-                n_a += n
-        out[a] = {"name": names.get(a, a), "n_items": len(items[a]), "n_pairs": pairs,
-                  "sigma": sw / n_s if n_s else None, "alpha": aw / n_a if n_a else None,
-                  "controls": per}
-    return out

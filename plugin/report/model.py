@@ -23,7 +23,7 @@ import numpy as np
 
 __all__ = [
     "REPORT_VERSION", "Interval", "Intervals", "AnnotatorIntervals", "Histogram", "Candidate",
-    "Diagnostic", "KappaX", "SpanF1Scores", "SpanF1Section", "CrowdTruthWorker",
+    "Diagnostic", "KappaX", "KappaXIntervals", "CrowdTruthUnit", "SeedMeasures", "SpanF1Scores", "SpanF1Section", "CrowdTruthWorker",
     "CrowdTruthSection", "ItemEntry", "ControlAnnotator", "ControlReport", "TaskEntry",
     "ProjectAnnotator", "AnnotatorControl", "Report", "ControlStatus", "number",
     "to_jsonable", "from_jsonable", "dumps",
@@ -83,15 +83,31 @@ class Candidate:
     alpha: float | None
     ks: float | None
     sigma: float | None
+    status: str = "ok"                          # "no_variation": every distance 0 under it
 
 
 @dataclass
 class Diagnostic:
-    """A condition that makes the numbers hard to read; ``code`` is explained in one place
-    (:mod:`ls_agreement.plugin.report.explain`), ``detail`` holds its figures."""
+    """A condition that makes the numbers hard to read (codes: :mod:`ls_agreement.metrics.
+    diagnostics`); what to do about it is explained in :mod:`.explain`. ``detail`` holds
+    its figures, ``message`` the one-line statement."""
 
     code: str
+    message: str
     detail: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, d: Any) -> "Diagnostic":
+        """From the engine's :class:`ls_agreement.metrics.diagnostics.Diagnostic`."""
+        return cls(code=d.code, message=str(d), detail=dict(d.detail))
+
+
+@dataclass
+class KappaXIntervals:
+    kappa_x: Interval = _NO_INTERVAL
+    normalized: Interval = _NO_INTERVAL
+    bootstrap: int = 0
+    seed: int = 0
 
 
 @dataclass
@@ -108,9 +124,7 @@ class KappaX:
     n_x: int = 0
     n_y: int = 0
     distance: str | None = None
-    ci: dict[str, Interval] = field(default_factory=dict)
-    bootstrap: int = 0
-    seed: int = 0
+    ci: KappaXIntervals | None = None
     error: str | None = None
 
 
@@ -148,15 +162,29 @@ class CrowdTruthWorker:
 
 
 @dataclass
+class CrowdTruthUnit:
+    uqs: float | None = None
+
+
+@dataclass
 class CrowdTruthSection:
     """CrowdTruth 2.0 scores (paper 004)."""
 
     workers: dict[str, CrowdTruthWorker] = field(default_factory=dict)
-    units: dict[str, float | None] = field(default_factory=dict)         # unit → UQS
+    units: dict[str, CrowdTruthUnit] = field(default_factory=dict)
     annotations: dict[str, float | None] = field(default_factory=dict)   # answer → AQS
     n_iter: int = 0
     converged: bool = False
     closed: bool = True
+
+
+@dataclass
+class SeedMeasures:
+    """The seed papers' own measures of one control, where they apply."""
+
+    kappa_x: dict[str, KappaX] = field(default_factory=dict)
+    span_f1: SpanF1Section | None = None
+    crowdtruth: CrowdTruthSection | None = None
 
 
 @dataclass
@@ -175,7 +203,7 @@ class ItemEntry:
 class ControlAnnotator:
     """One annotator within one control."""
 
-    name: str
+    name: str = ""
     sigma: float | None = None
     alpha: float | None = None
     mean_distance: float | None = None
@@ -189,8 +217,8 @@ class ControlAnnotator:
 class ControlReport:
     """Agreement of one control tag (its ``from_name``)."""
 
-    tag: str
-    kind: str
+    tag: str = ""
+    kind: str = ""
     object: str | None = None
     status: ControlStatus = "ok"
     reason: str | None = None                  # why the numbers are null when status != "ok"
@@ -225,6 +253,11 @@ class ControlReport:
     crowdtruth: CrowdTruthSection | None = None
 
     @property
+    def n_flagged(self) -> int:
+        """Tasks this control flags."""
+        return sum(1 for rec in self.items.values() if rec.flag)
+
+    @property
     def measured(self) -> bool:
         """Whether this control takes part in flags, task σ and annotator means."""
         return self.status == "ok"
@@ -239,10 +272,11 @@ class ControlReport:
 
 @dataclass
 class TaskEntry:
-    """A task across controls: flagged when any measured control flags it; its σ is the
-    minimum over the measured controls where it has pairs (the weakest control decides)."""
+    """A task across controls: flagged when any measured control flags it; its σ and α are
+    the minimum over the measured controls where it has pairs (the weakest control decides)."""
 
     sigma: float | None = None
+    alpha: float | None = None
     flag: bool = False
     controls: list[str] = field(default_factory=list)
     flagged_controls: list[str] = field(default_factory=list)
@@ -259,7 +293,7 @@ class AnnotatorControl:
 class ProjectAnnotator:
     """An annotator across controls: σ and α are pair-weighted means over measured controls."""
 
-    name: str
+    name: str = ""
     n_items: int = 0
     n_pairs: int = 0
     sigma: float | None = None
@@ -311,6 +345,14 @@ class Report:
     def from_dict(cls, data: Mapping[str, Any]) -> "Report":
         return from_jsonable(cls, data)
 
+    @classmethod
+    def from_file(cls, data: Mapping[str, Any]) -> tuple["Report", dict[str, Any]]:
+        """A stored ``report.json`` (the report with the run's header keys beside it):
+        the report, and the header (project, run id, time, ...)."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        return (cls.from_dict({k: v for k, v in data.items() if k in names}),
+                {k: v for k, v in data.items() if k not in names})
+
 
 def project_tasks(controls: Mapping[str, ControlReport]) -> dict[str, TaskEntry]:
     out: dict[str, TaskEntry] = {}
@@ -322,6 +364,8 @@ def project_tasks(controls: Mapping[str, ControlReport]) -> dict[str, TaskEntry]
             t.controls.append(name)
             if rec.sigma is not None and (t.sigma is None or rec.sigma < t.sigma):
                 t.sigma = rec.sigma
+            if rec.alpha is not None and (t.alpha is None or rec.alpha < t.alpha):
+                t.alpha = rec.alpha
             if rec.flag:
                 t.flag = True
                 t.flagged_controls.append(name)
@@ -421,9 +465,15 @@ def _load(tp: Any, data: Any, where: str) -> Any:  # noqa: C901 - one case per t
         if not isinstance(data, Mapping):
             raise ValueError(f"{where}: expected an object, got {type(data).__name__}")
         hints = typing.get_type_hints(tp)
+        unknown = sorted(set(data) - {f.name for f in dataclasses.fields(tp)})
+        if unknown:
+            raise ValueError(f"{where}: unknown key(s) {unknown}")
         kw = {f.name: _load(hints[f.name], data[f.name], f"{where}.{f.name}")
               for f in dataclasses.fields(tp) if f.init and f.name in data}
-        return tp(**kw)
+        try:
+            return tp(**kw)
+        except TypeError as exc:  # a required field is missing
+            raise ValueError(f"{where}: {exc}") from None
     if origin in (dict, Mapping, typing.Mapping):
         if not isinstance(data, Mapping):
             raise ValueError(f"{where}: expected an object, got {type(data).__name__}")

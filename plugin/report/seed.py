@@ -1,4 +1,4 @@
-"""The seed papers' own measures for one control tag of a report (contracts.md).
+"""The seed papers' own measures for one control tag of a report (docs/report.md).
 
 ``seed_measures(control, settings)`` returns the keys the report merges into the
 control's entry, each only where it applies:
@@ -56,7 +56,7 @@ def _replications(control: Any, settings: Any) -> list[tuple[str, pd.DataFrame, 
         for gx, gy in combinations(groups, 2):
             mx, my = set(map(str, groups[gx])), set(map(str, groups[gy]))
             out.append((f"{gx} vs {gy}", table[ann.isin(mx)], table[ann.isin(my)]))
-    # predictions included = the user wants the model compared with the humans (issue 5)
+    # predictions included = the user wants the model compared with the humans
     if getattr(settings, "humans_vs_model", False) or getattr(settings, "include_predictions", False):
         is_model = ann.str.startswith(MODEL_PREFIX)
         humans = table[~is_model]
@@ -163,7 +163,7 @@ def seed_measures(control: Any, settings: Any) -> dict[str, Any]:
 
     Returns
     -------
-    dict with keys among ``"kappa_x"``, ``"span_f1"``, ``"crowdtruth"`` (contracts.md).
+    dict with keys among ``"kappa_x"``, ``"span_f1"``, ``"crowdtruth"`` (docs/report.md).
     """
     out: dict[str, Any] = {}
     kx = kappa_x_section(control, settings)

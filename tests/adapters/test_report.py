@@ -8,11 +8,18 @@ import numpy as np
 import pytest
 
 from ls_agreement.adapters.adapt import adapt
+from ls_agreement.plugin.report.model import Report
 from ls_agreement.plugin.report.render import ANNOTATOR_COLUMNS, TASK_COLUMNS, render_csv, render_html
-from ls_agreement.plugin.report.build import _modes, build_report
+from ls_agreement.metrics.diagnostics import expected_modes as _modes
+from ls_agreement.plugin.report.build import build_report as _build_report
 from ls_agreement.plugin.settings import ReportSettings
 
 from .conftest import load
+
+def build_report(*args, **kwargs):
+    """The report as its JSON contract (the typed ``Report`` serialised), as these tests read it."""
+    return _build_report(*args, **kwargs).to_dict()
+
 
 CONTROL_KEYS = {"tag", "kind", "distance", "form", "alpha", "ks", "ks_statistic", "sigma", "threshold",
                 "n_items", "n_pairs", "n_expected_pairs", "ci", "items", "annotators"}
@@ -108,7 +115,7 @@ def test_modes_detector():
 
 
 def test_render_html_self_contained(report):
-    page = render_html(report)
+    page = render_html(Report.from_dict(report))
     assert page.startswith("<!DOCTYPE html>") and "<style>" in page
     assert "data:image/png;base64," in page
     assert "src='http" not in page and 'src="http' not in page and "<link" not in page
@@ -117,7 +124,7 @@ def test_render_html_self_contained(report):
     assert "Flagged tasks" in page and "d* =" in page
     assert "canonical weighting" in page
     json_round = json.loads(json.dumps(report))
-    assert render_html(json_round).count("<section class=control>") == len(report["controls"])
+    assert render_html(Report.from_dict(json_round)).count("<section class=control>") == len(report["controls"])
 
 
 def test_render_html_escapes(config_xml):
@@ -126,12 +133,12 @@ def test_render_html_escapes(config_xml):
     for ann in tasks[0]["annotations"]:
         for r in ann["result"]:
             r["from_name"] = "s<script>"
-    page = render_html(build_report(xml, tasks, ReportSettings(bootstrap=0)))
+    page = render_html(_build_report(xml, tasks, ReportSettings(bootstrap=0)))
     assert "<script>" not in page and "s&lt;script&gt;" in page
 
 
 def test_render_csv(report):
-    tasks_csv, ann_csv = render_csv(report)
+    tasks_csv, ann_csv = render_csv(Report.from_dict(report))
     t_lines, a_lines = tasks_csv.strip().splitlines(), ann_csv.strip().splitlines()
     assert t_lines[0].split(",") == TASK_COLUMNS and a_lines[0].split(",") == ANNOTATOR_COLUMNS
     n_items = sum(len(c["items"]) for c in report["controls"].values())
@@ -141,7 +148,7 @@ def test_render_csv(report):
 
 def test_span_distances_count_tokens_not_characters():
     """measures.md §4: span distances are in token units (characters mapped by nltk)."""
-    from ls_agreement.plugin.report.build import build_report
+    from ls_agreement.plugin.report.build import build_report as _build_report
     from ls_agreement.plugin.settings import ReportSettings
 
     config = ('<View><Text name="text" value="$text"/>'

@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from ls_agreement.plugin.report.model import Report
+
 from ls_agreement.plugin import demo_data
 from ls_agreement.plugin.cli import main
 from ls_agreement.plugin.commands import demo
@@ -89,7 +91,7 @@ def test_table_orders_worst_first() -> None:
                   "controls": {"c1": {"sigma": 0.1, "n_pairs": 2}}},
         },
     }
-    rows = demo.annotator_rows(report)
+    rows = demo.annotator_rows(Report.from_dict(report))
     assert [r["name"] for r in rows] == ["bad", "good"]
     assert math.isnan(rows[0]["alpha"])
     assert rows[1]["ci"] == pytest.approx(((3 * 0.6 + 0.4) / 4, (3 * 0.8 + 0.6) / 4))

@@ -13,6 +13,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from ls_agreement.plugin.report.model import Report
+
 from ls_agreement.plugin.client import NotFound, ServerUnavailable
 from ls_agreement.plugin.jobs import DONE, FAILED, PENDING, RUNNING, JobQueue
 from ls_agreement.plugin.webhooks import Receiver, parse_event, WebhookRejected
@@ -165,8 +167,8 @@ def test_worker_records_done_and_failed(tmp_path: Path) -> None:
             raise ServerUnavailable("Label Studio at x failed")
         if pid == 3:
             raise NotFound("project 3 does not exist")
-        return SimpleNamespace(report={"tasks": {"1": {"flag": True}, "2": {"flag": False}},
-                                       "controls": {"c": {"alpha": 0.5, "sigma": 0.7}}},
+        return SimpleNamespace(report=Report.from_dict({"tasks": {"1": {"flag": True}, "2": {"flag": False}},
+                                                        "controls": {"c": {"alpha": 0.5, "sigma": 0.7}}}),
                                report_paths={"report": report}, n_tasks=2, n_written=1,
                                skipped=1, run_id=1, warnings=[], state_path=None)
 

@@ -14,10 +14,11 @@ from ls_agreement.plugin.annotator_report import write_reports
 from ls_agreement.plugin.client import AuthError, BadInput, token_kind
 from ls_agreement.plugin.pushback import (Desired, current_of, desired_for, fingerprint,
                                           merge, needs_write)
+from ls_agreement.plugin.report.model import Report
 from ls_agreement.plugin.settings import ReportSettings, load_settings
 from ls_agreement.plugin.state import SyncState
 
-REPORT = {
+REPORT = Report.from_dict({
     "controls": {
         "label": {"distance": "nominal", "items": {
             "7": {"sigma": 0.25, "alpha": -0.1, "mean_distance": 0.66, "n_pairs": 3,
@@ -26,14 +27,14 @@ REPORT = {
                                  "mean_distance": 0.3, "n_pairs": 4, "n_items": 2,
                                  "ci": {"sigma": [0.1, 0.9], "alpha": [0.0, 0.8]},
                                  "pairs": {"4": 0.2}}},
-            "crowdtruth": {"workers": {"3": 0.77}}},
+            "crowdtruth": {"workers": {"3": {"wqs": 0.77}}}},
         "score": {"distance": "interval", "items": {
             "7": {"sigma": 0.9, "alpha": 0.8, "mean_distance": 0.1, "n_pairs": 1,
                   "flag": False, "annotators": ["3", "4"]}}, "annotators": {}},
     },
-    "tasks": {"7": {"sigma": 0.25, "flag": True, "controls": ["label", "score"]}},
+    "tasks": {"7": {"sigma": 0.25, "alpha": -0.1, "flag": True, "controls": ["label", "score"]}},
     "annotators": {},
-}
+})
 
 
 def _jwt(claims: dict) -> str:
@@ -128,7 +129,7 @@ def test_annotator_report_files(tmp_path: Path) -> None:
     assert len(rows) == 1
     r = rows[0]
     assert (r["annotator"], r["control"], r["name"]) == ("3", "label", "a@x")
-    assert float(r["sigma"]) == 0.5 and float(r["sigma_lo"]) == 0.1
+    assert float(r["sigma"]) == 0.5 and float(r["sigma_ci_low"]) == 0.1  # the report's one per-annotator schema
     assert float(r["crowdtruth_wqs"]) == 0.77
     assert json.loads(r["co_annotators"]) == {"4": 0.2}
     js = json.loads(paths["annotators_json"].read_text())
@@ -138,26 +139,26 @@ def test_annotator_report_files(tmp_path: Path) -> None:
 def test_report_annotators_get_emails():
     from ls_agreement.plugin.sync import _name_annotators
 
-    report = {"annotators": {"3": {"name": "3"}, "model:v1": {"name": "model:v1"}},
-              "controls": {"c": {"annotators": {"3": {"name": "3"}, "4": {"name": "Dr. Who"}}}}}
+    report = Report.from_dict({"annotators": {"3": {"name": "3"}, "model:v1": {"name": "model:v1"}},
+                               "controls": {"c": {"annotators": {"3": {"name": "3"}, "4": {"name": "Dr. Who"}}}}})
     _name_annotators(report, {"3": "ann@x.org", "4": "four@x.org"})
-    assert report["annotators"]["3"]["name"] == "ann@x.org"
-    assert report["annotators"]["model:v1"]["name"] == "model:v1"
-    assert report["controls"]["c"]["annotators"]["3"]["name"] == "ann@x.org"
-    assert report["controls"]["c"]["annotators"]["4"]["name"] == "Dr. Who"  # a real name is kept
+    assert report.annotators["3"].name == "ann@x.org"
+    assert report.annotators["model:v1"].name == "model:v1"
+    assert report.controls["c"].annotators["3"].name == "ann@x.org"
+    assert report.controls["c"].annotators["4"].name == "Dr. Who"  # a real name is kept
 
 
 def test_annotator_quality_snapshot_never_forces_a_write():
     from ls_agreement.plugin.pushback import SNAPSHOT_KEY, needs_write
 
-    report = {"controls": {"c": {"items": {"1": {"sigma": 1.0, "alpha": 1.0, "flag": False,
+    report = Report.from_dict({"controls": {"c": {"items": {"1": {"sigma": 1.0, "alpha": 1.0, "flag": False,
                                                   "annotators": ["3", "4"]}},
                                  "annotators": {"3": {"sigma": 0.9, "pairs": {"4": 0.1}},
                                                 "4": {"sigma": 0.8, "pairs": {"3": 0.1}}},
                                  "crowdtruth": {"workers": {"3": {"wqs": 0.7}}}}},
               "tasks": {"1": {"sigma": 1.0, "flag": False}},
               "annotators": {"3": {"sigma": 0.9, "alpha": 0.5, "n_items": 10},
-                             "4": {"sigma": 0.8, "alpha": 0.4, "n_items": 12}}}
+                             "4": {"sigma": 0.8, "alpha": 0.4, "n_items": 12}}})
     from ls_agreement.plugin.annotator_report import annotator_quality
 
     want = desired_for(report, 1, "fp", {"3": "a@x.org"}, annotator_quality(report))
