@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any, Mapping
 
-from .pushback import _clean
+from .pushback import rounded_json
 from .report.model import Report, to_jsonable
 from .report.render import ANNOTATOR_COLUMNS, annotator_rows, render_html
 
@@ -44,7 +44,7 @@ def annotator_quality(report: Report) -> dict[str, Any]:
         rec = out.setdefault(a, {"name": None, "overall": {}, "controls": {}})
         rec["overall"] = to_jsonable(summary)
         rec["name"] = rec["name"] or summary.name
-    return _clean(out)
+    return rounded_json(out)
 
 
 def write_reports(out_dir: Path, report: Report,

@@ -211,14 +211,14 @@ class Connection:
     def whoami(self) -> dict[str, Any]:
         """The authenticated user (checks URL and token in one request)."""
         user = self.call("checking the token", "GET", self.sdk.users.whoami)
-        return _as_dict(user)
+        return as_plain_dict(user)
 
     def get_project(self, project_id: int) -> dict[str, Any]:
         """Project fields (``label_config``, ``title``, ...) as a dict."""
         proj = self.call(f"reading project {project_id}", "GET", self.sdk.projects.get,
                          project_id, not_found=f"project {project_id} does not exist on "
                          f"{self.url} (or this token cannot see it)")
-        return _as_dict(proj)
+        return as_plain_dict(proj)
 
     def export_tasks(self, project_id: int,
                      ids: Sequence[int] | None = None) -> list[dict[str, Any]]:
@@ -254,7 +254,7 @@ class Connection:
                               page_size=page_size, fields="all",
                               not_found=f"project {project_id} does not exist on {self.url}"
                               if page == 1 else "")  # LS answers 404 past the last page
-            items = [_as_dict(t) for t in (pager.items or [])]
+            items = [as_plain_dict(t) for t in (pager.items or [])]
             out.extend(items)
             if len(items) < page_size or not pager.has_next:
                 return out
@@ -275,15 +275,15 @@ class Connection:
     def list_views(self, project_id: int) -> list[dict[str, Any]]:
         views = self.call(f"listing views of project {project_id}", "GET",
                           self.sdk.views.list, project=project_id)
-        return [_as_dict(v) for v in views]
+        return [as_plain_dict(v) for v in views]
 
     def create_view(self, project_id: int, data: dict[str, Any]) -> dict[str, Any]:
-        return _as_dict(self.call(f"creating view {data.get('title')!r}", "POST",
+        return as_plain_dict(self.call(f"creating view {data.get('title')!r}", "POST",
                                   self.sdk.views.create, project=project_id, data=data))
 
     def update_view(self, view_id: int, project_id: int,
                     data: dict[str, Any]) -> dict[str, Any]:
-        return _as_dict(self.call(f"updating view {data.get('title')!r}", "PATCH",
+        return as_plain_dict(self.call(f"updating view {data.get('title')!r}", "PATCH",
                                   self.sdk.views.update, str(view_id), project=project_id,
                                   data=data))
 
@@ -299,7 +299,7 @@ class Connection:
                               project=project_id, view=view_id, page=page, page_size=500,
                               fields="task_only", not_found="")
             items = list(pager.items or [])
-            out.extend(int(_as_dict(t)["id"]) for t in items)
+            out.extend(int(as_plain_dict(t)["id"]) for t in items)
             if len(items) < 500 or not pager.has_next:
                 return out
             page += 1
@@ -307,13 +307,13 @@ class Connection:
     def users(self) -> dict[int, str]:
         """Organization users: id -> email."""
         users = self.call("listing users", "GET", self.sdk.users.list)
-        return {int(u["id"]): str(u.get("email") or "") for u in map(_as_dict, users)}
+        return {int(u["id"]): str(u.get("email") or "") for u in map(as_plain_dict, users)}
 
     def close(self) -> None:
         self._http.close()
 
 
-def _as_dict(obj: Any) -> dict[str, Any]:
+def as_plain_dict(obj: Any) -> dict[str, Any]:
     """SDK pydantic model (or dict) → plain dict, extra fields included."""
     if isinstance(obj, dict):
         return obj

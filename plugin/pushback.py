@@ -78,13 +78,13 @@ def _num(x: Any) -> float | int | None:
     return round(f, _DIGITS)
 
 
-def _clean(obj: Any) -> Any:
+def rounded_json(obj: Any) -> Any:
     """Round every float in a JSON-like structure; NaN → None."""
     if isinstance(obj, Mapping):
-        return {str(k): _clean(v) for k, v in obj.items()}
+        return {str(k): rounded_json(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple, set, frozenset)):
         seq = sorted(obj, key=str) if isinstance(obj, (set, frozenset)) else obj
-        return [_clean(v) for v in seq]
+        return [rounded_json(v) for v in seq]
     if isinstance(obj, (bool, str)) or obj is None:
         return obj
     if isinstance(obj, (int, float)) or hasattr(obj, "__float__"):
@@ -176,7 +176,7 @@ def desired_for(report: Report, task_id: int, fp: str,
     if len(controls) > 1:
         for name, c in per_control.items():
             data[f"{PREFIX}sigma__{_safe_key(name)}"] = _num(c["sigma"])
-    meta = _clean({
+    meta = rounded_json({
         "version": PAYLOAD_VERSION,
         "fingerprint": fp,
         "sigma": sigma, "alpha": alpha, "flag": bool(flag),

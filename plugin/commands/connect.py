@@ -75,20 +75,20 @@ def ensure_webhook(conn: Any, project_id: int, url: str,
     (int, str)
         The webhook id and what happened: ``"created"``, ``"updated"`` or ``"unchanged"``.
     """
-    from ..client import _as_dict
+    from ..client import as_plain_dict
     from ..webhooks import SECRET_HEADER
 
     headers = {SECRET_HEADER: secret} if secret else {}
     want = {"url": url, "send_payload": True, "send_for_all_actions": True,
             "is_active": True, "headers": headers}
-    hooks = [_as_dict(h) for h in conn.call(
+    hooks = [as_plain_dict(h) for h in conn.call(
         f"listing webhooks of project {project_id}", "GET", conn.sdk.webhooks.list,
         project=str(project_id))]
     mine = sorted((h for h in hooks if h.get("project") == project_id
                    and (h.get("url") or "").rstrip("/") == url.rstrip("/")),
                   key=lambda h: int(h["id"]))
     if not mine:
-        hook = _as_dict(conn.call(f"creating the webhook of project {project_id}", "POST",
+        hook = as_plain_dict(conn.call(f"creating the webhook of project {project_id}", "POST",
                                   conn.sdk.webhooks.create, project=project_id, **want))
         return int(hook["id"]), "created"
     keep, extra = mine[0], mine[1:]
