@@ -81,7 +81,7 @@ class BoxDistance(MultiObjectDistance):
 
     Parameters
     ----------
-    similarity : {"iou", "giou", "giou_graded", "l2"}
+    variant : {"iou", "giou", "giou_graded", "l2"}
     combine : {"pooled", "directional", "hungarian"}
         See :mod:`.multi_object`; "pooled" is paper 000's Table 1 form.
     labels : {"strict", "ignore"}
@@ -92,16 +92,16 @@ class BoxDistance(MultiObjectDistance):
     region_type = Box
     kind = "boxes"
 
-    def __init__(self, similarity: str = "iou", combine: str = "pooled",
+    def __init__(self, variant: str = "iou", combine: str = "pooled",
                  labels: str = "strict", l2_scale: float = 20.0) -> None:
         super().__init__(combine=combine, labels=labels)
-        if similarity not in SIMILARITIES:
-            raise ValueError(f"box similarity must be one of {SIMILARITIES}, got {similarity!r}")
+        if variant not in SIMILARITIES:
+            raise ValueError(f"box variant must be one of {SIMILARITIES}, got {variant!r}")
         if not l2_scale > 0:
             raise ValueError(f"l2_scale must be > 0, got {l2_scale!r}")
-        self.sim_name = similarity
+        self.sim_name = variant
         self.l2_scale = float(l2_scale)
-        self.name = f"boxes.{similarity}"
+        self.name = f"boxes.{variant}"
 
     def pack(self, packed: PackedObjects) -> None:
         get = attrgetter("x", "y", "width", "height", "rotation")

@@ -95,7 +95,7 @@ class RankingDistance(Distance):
 
     Parameters
     ----------
-    method : {"kendall", "spearman"}
+    variant : {"kendall", "spearman"}
     top_k : int, optional
         Compare only the ids in each ranking's first ``top_k`` positions.
     pad : int
@@ -104,17 +104,17 @@ class RankingDistance(Distance):
 
     kind = "ranking"
 
-    def __init__(self, method: str = "kendall", top_k: int | None = None, pad: int = 0) -> None:
-        if method not in METHODS:
-            raise ValueError(f"ranking method must be one of {METHODS}, got {method!r}")
+    def __init__(self, variant: str = "kendall", top_k: int | None = None, pad: int = 0) -> None:
+        if variant not in METHODS:
+            raise ValueError(f"ranking variant must be one of {METHODS}, got {variant!r}")
         if top_k is not None and top_k < 1:
             raise ValueError(f"top_k must be >= 1, got {top_k!r}")
         if pad < 0:
             raise ValueError(f"pad must be >= 0, got {pad!r}")
-        self.method = method
+        self.method = variant
         self.top_k = top_k
         self.pad = int(pad)
-        self.name = f"rankings.{method}" + (f"_top{top_k}" if top_k else "")
+        self.name = f"rankings.{variant}" + (f"_top{top_k}" if top_k else "")
 
     def prepare(self, values: Sequence[Any]) -> dict:
         ranks = [_as_ranks(v, f"{self.name}: value #{n}") for n, v in enumerate(values)]

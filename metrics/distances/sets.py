@@ -31,16 +31,16 @@ class SetDistance(Distance):
 
     Parameters
     ----------
-    method : {"jaccard", "masi"}
+    variant : {"jaccard", "masi"}
     """
 
     kind = "set"
 
-    def __init__(self, method: str = "jaccard") -> None:
-        if method not in METHODS:
-            raise ValueError(f"set method must be one of {METHODS}, got {method!r}")
-        self.method = method
-        self.name = f"sets.{method}"
+    def __init__(self, variant: str = "jaccard") -> None:
+        if variant not in METHODS:
+            raise ValueError(f"set variant must be one of {METHODS}, got {variant!r}")
+        self.method = variant
+        self.name = f"sets.{variant}"
 
     def prepare(self, values: Sequence[Any]) -> dict:
         sets = []

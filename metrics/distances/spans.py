@@ -52,16 +52,16 @@ class SpanDistance(Distance):
 
     Parameters
     ----------
-    mode : {"lenient", "lenient_range", "lenient_tag", "strict"}
+    variant : {"lenient", "lenient_range", "lenient_tag", "strict"}
     """
 
     kind = "spans"
 
-    def __init__(self, mode: str = "lenient") -> None:
-        if mode not in MODES:
-            raise ValueError(f"span mode must be one of {MODES}, got {mode!r}")
-        self.mode = mode
-        self.name = f"spans.{mode}"
+    def __init__(self, variant: str = "lenient") -> None:
+        if variant not in MODES:
+            raise ValueError(f"span variant must be one of {MODES}, got {variant!r}")
+        self.mode = variant
+        self.name = f"spans.{variant}"
 
     def prepare(self, values: Sequence[Any]) -> dict:
         # a zero-length span marks no unit: it is ignored (else 0/0 shares in lenient modes)

@@ -90,7 +90,7 @@ class TextDistance(Distance):
 
     Parameters
     ----------
-    metric : {"levenshtein", "chars", "bleu", "gleu"}
+    variant : {"levenshtein", "chars", "bleu", "gleu"}
     tokenizer : {"whitespace", "space", "wordpunct"} or callable str -> list[str]
         "space" splits on single spaces exactly as paper 000's code did.
     smoothing : {"method4", "nltk345"}
@@ -99,19 +99,19 @@ class TextDistance(Distance):
 
     kind = "text"
 
-    def __init__(self, metric: str = "levenshtein",
+    def __init__(self, variant: str = "levenshtein",
                  tokenizer: str | Callable[[str], list[str]] = "whitespace",
                  smoothing: str = "method4") -> None:
-        if metric not in METRICS:
-            raise ValueError(f"text metric must be one of {METRICS}, got {metric!r}")
+        if variant not in METRICS:
+            raise ValueError(f"text variant must be one of {METRICS}, got {variant!r}")
         if isinstance(tokenizer, str) and tokenizer not in TOKENIZERS:
             raise ValueError(f"tokenizer must be one of {sorted(TOKENIZERS)} or a callable")
         if smoothing not in ("method4", "nltk345"):
             raise ValueError(f"smoothing must be 'method4' or 'nltk345', got {smoothing!r}")
-        self.metric = metric
+        self.metric = variant
         self.tokenize = TOKENIZERS[tokenizer] if isinstance(tokenizer, str) else tokenizer
         self.smoothing = smoothing
-        self.name = "text.chars" if metric == "chars" else f"text.{metric}"
+        self.name = "text.chars" if variant == "chars" else f"text.{variant}"
 
     def prepare(self, values: Sequence[Any]) -> dict:
         for v, x in enumerate(values):

@@ -30,16 +30,16 @@ class VectorDistance(Distance):
 
     Parameters
     ----------
-    method : {"binary", "rmse"}
+    variant : {"binary", "rmse"}
     """
 
     kind = "vector"
 
-    def __init__(self, method: str = "rmse") -> None:
-        if method not in METHODS:
-            raise ValueError(f"vector method must be one of {METHODS}, got {method!r}")
-        self.method = method
-        self.name = f"vectors.{method}"
+    def __init__(self, variant: str = "rmse") -> None:
+        if variant not in METHODS:
+            raise ValueError(f"vector variant must be one of {METHODS}, got {variant!r}")
+        self.method = variant
+        self.name = f"vectors.{variant}"
 
     def prepare(self, values: Sequence[Any]) -> np.ndarray:
         """Stack the vectors, shape (n_values, N); errors name the offending value."""
