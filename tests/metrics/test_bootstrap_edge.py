@@ -174,19 +174,26 @@ STRATEGIES = {"probes": {}, "taylor": {"_ALL_LEVELS": 1}, "grids": {"_ALL_LEVELS
               "taylor, then probes": {"_ALL_LEVELS": 1, "_AMBIGUOUS": 0.5}}
 
 
-@pytest.mark.parametrize("strategy", sorted(STRATEGIES))
-@pytest.mark.parametrize("name", [n for n in CASES if CASES[n][2] is not None])
-def test_replicates_equal_the_brute_force_item_bootstrap(name, strategy, monkeypatch):
-    for attr, value in STRATEGIES[strategy].items():
-        monkeypatch.setattr(bm._Cutoffs, attr, value)
-    calls = []
+def _count_taylor_solves(monkeypatch) -> list:
+    """Record each cut the Taylor step solves (one entry per solved call)."""
+    calls: list = []
     taylor = bm._Cutoffs._taylor
+
     def counted(self, *args):
         solved = taylor(self, *args)
         calls.extend([1] if solved else [])
         return solved
 
     monkeypatch.setattr(bm._Cutoffs, "_taylor", counted)
+    return calls
+
+
+@pytest.mark.parametrize("strategy", sorted(STRATEGIES))
+@pytest.mark.parametrize("name", [n for n in CASES if CASES[n][2] is not None])
+def test_replicates_equal_the_brute_force_item_bootstrap(name, strategy, monkeypatch):
+    for attr, value in STRATEGIES[strategy].items():
+        monkeypatch.setattr(bm._Cutoffs, attr, value)
+    calls = _count_taylor_solves(monkeypatch)
     table, distance, brute_dist = _case(name)
     rep = Replicates.from_table(table, distance, form="pairwise", expected_pairs="all", p=P)
     assert type(rep.chance).__name__ == CASES[name][3]
@@ -427,15 +434,7 @@ def test_taylor_solve_equals_probing_every_level(monkeypatch):
     solve the engine picks gives the same cut, replicate by replicate, as the exact KDE mass
     evaluated at every observed level of every open bracket."""
     table = continuous_table(3000, np.random.default_rng(6))
-    calls = []
-    taylor = bm._Cutoffs._taylor
-
-    def counted(self, *args):
-        solved = taylor(self, *args)
-        calls.extend([1] if solved else [])
-        return solved
-
-    monkeypatch.setattr(bm._Cutoffs, "_taylor", counted)
+    calls = _count_taylor_solves(monkeypatch)
     monkeypatch.setattr(bm._Cutoffs, "_ALL_LEVELS", 16)     # what larger projects meet by default
     rep = Replicates.from_table(table, "interval", seed=1)
     n = rep.n_items

@@ -22,10 +22,9 @@ def _by_label(value, label):
     return [s for s in value if s.label == label]
 
 
-def test_micro_average_equals_sum_of_pairwise_label_results():
-    table, n_tokens = _table()
-    res = span_f1_table(table, n_tokens)
-    tp = etp = lsum = 0.0
+def _every_pair_and_label(table, n_tokens):
+    """(item, annotator a, annotator b, label, span_f1 result) for every pair and label: the
+    brute-force reference the micro-averages must equal."""
     for item, grp in table.groupby("item"):
         vals = dict(zip(grp["annotator"], grp["value"]))
         anns = list(vals)
@@ -33,8 +32,15 @@ def test_micro_average_equals_sum_of_pairwise_label_results():
             for y in range(x + 1, len(anns)):
                 a, b = vals[anns[x]], vals[anns[y]]
                 for lab in {s.label for s in a} | {s.label for s in b}:
-                    r = span_f1(_by_label(a, lab), _by_label(b, lab), n_tokens[item])
-                    tp, etp, lsum = tp + r.tp, etp + r.expected_tp, lsum + r.l1 + r.l2
+                    yield item, anns[x], anns[y], lab, span_f1(_by_label(a, lab), _by_label(b, lab), n_tokens[item])
+
+
+def test_micro_average_equals_sum_of_pairwise_label_results():
+    table, n_tokens = _table()
+    res = span_f1_table(table, n_tokens)
+    tp = etp = lsum = 0.0
+    for _, _, _, _, r in _every_pair_and_label(table, n_tokens):
+        tp, etp, lsum = tp + r.tp, etp + r.expected_tp, lsum + r.l1 + r.l2
     assert res.tp == pytest.approx(tp) and res.expected_tp == pytest.approx(etp) and res.l_sum == lsum
     assert res.observed == pytest.approx(2 * tp / lsum)
     chance = 2 * etp / lsum
@@ -80,17 +86,10 @@ def test_linear_sums_equal_pairwise_span_f1(seed):
     res = span_f1_table(table, n_tokens, max_pairs=0)
     assert res.pairs.empty  # nothing pairwise was built
     tot = {"all": np.zeros(3)}
-    for item, grp in table.groupby("item"):
-        vals = dict(zip(grp["annotator"], grp["value"]))
-        anns = list(vals)
-        for x in range(len(anns)):
-            for y in range(x + 1, len(anns)):
-                a, b = vals[anns[x]], vals[anns[y]]
-                for lab in {s.label for s in a} | {s.label for s in b}:
-                    r = span_f1(_by_label(a, lab), _by_label(b, lab), n_tokens[item])
-                    v = np.array([r.tp, r.expected_tp, r.l1 + r.l2])
-                    for key in ("all", ("ann", anns[x]), ("ann", anns[y]), ("item", item), ("label", lab)):
-                        tot[key] = tot.get(key, np.zeros(3)) + v
+    for item, ax, ay, lab, r in _every_pair_and_label(table, n_tokens):
+        v = np.array([r.tp, r.expected_tp, r.l1 + r.l2])
+        for key in ("all", ("ann", ax), ("ann", ay), ("item", item), ("label", lab)):
+            tot[key] = tot.get(key, np.zeros(3)) + v
     cols = ["tp", "expected_tp", "l_sum"]
     np.testing.assert_allclose([res.tp, res.expected_tp, res.l_sum], tot["all"], rtol=1e-12)
     for kind, df in (("ann", res.per_annotator), ("item", res.per_item), ("label", res.per_label)):
