@@ -6,7 +6,8 @@ import pandas as pd
 
 from .coefficient import Coefficient
 from .distances.registry import DistanceLike, get_distance
-from .engine import Form, alpha_core
+from .core import alpha_core
+from .engine import Form
 from .table import Duplicates, code_table
 
 __all__ = ["krippendorff_alpha"]

@@ -517,7 +517,7 @@ class Replicates:
         """The replicates :func:`~.engine.agreement` resamples for ``table`` (same seed, same pairs)."""
         from .distances.registry import get_distance
         from .distributional import ExpectedDistribution, sigma_threshold
-        from .engine import alpha_core
+        from .core import alpha_core
         from .table import code_table
 
         dist = get_distance(distance)
