@@ -91,12 +91,13 @@ def test_round_trip_views_and_idempotence(ls_server: Any, ls_client: Any,
     pid = make_project(CONFIG, make_tasks([u["id"] for u in users]))
     res = sync_project(ls_server.url, ls_server.token, pid, settings(), out_dir=tmp_path,
                        progress=False)
-    assert set(res.report["controls"]) == {"sentiment", "topics", "quality"}
+    report = res.report.to_dict()  # the typed report, as its JSON contract
+    assert set(report["controls"]) == {"sentiment", "topics", "quality"}
     assert res.n_tasks == 12 and res.n_written == 12 and res.calls["PATCH"] == 12
     tasks = export(ls_client, pid)
     for tid, t in tasks.items():
         d, i = t["data"], int(t["data"]["ext_id"].split("-")[1])
-        rep = res.report["tasks"][str(tid)]
+        rep = report["tasks"][str(tid)]
         # user keys and meta survive; our numbers are numbers
         assert d["text"] == f"text {i}" and d["agreement_mine"] == i
         assert t["meta"]["source"] == "test" and t["meta"]["batch"] == i // 4
@@ -113,7 +114,7 @@ def test_round_trip_views_and_idempotence(ls_server: Any, ls_client: Any,
         quality = t["meta"]["agreement"]["annotator_quality"]
         assert set(quality) == {str(u["id"]) for u in who}
         first = str(who[0]["id"])
-        assert quality[first]["overall"]["sigma"] == pytest.approx(res.report["annotators"][first]["sigma"],
+        assert quality[first]["overall"]["sigma"] == pytest.approx(report["annotators"][first]["sigma"],
                                                                    abs=5e-4)
         assert set(quality[first]["controls"]["sentiment"]["co_annotators"]) >= {str(u["id"]) for u in who[1:]}
         assert "crowdtruth_wqs" in quality[first]["controls"]["sentiment"]
@@ -154,7 +155,7 @@ def test_round_trip_views_and_idempotence(ls_server: Any, ls_client: Any,
 
     # report files next to the run
     rows = res2.report_paths["annotators_csv"].read_text().splitlines()
-    assert len(rows) == 1 + 4 * 3                   # header + annotators x controls
+    assert len(rows) == 1 + 4 * 3 + 4   # header, annotators x controls, one (project) row per annotator
     assert all(u["email"] in res2.report_paths["annotators_json"].read_text() or
                str(u["id"]) in res2.report_paths["annotators_json"].read_text() for u in users)
     conn.close()

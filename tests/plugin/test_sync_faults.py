@@ -120,7 +120,7 @@ def _settings(**sync: Any) -> PluginSettings:
     return PluginSettings(sync=SyncOptions(**{**FAST, **sync}))
 
 
-def _all_correct(client: Any, pid: int, report: dict[str, Any]) -> None:
+def _all_correct(client: Any, pid: int, report: Any) -> None:
     """Every task on the server carries exactly what the report says (fresh export)."""
     import json
 
