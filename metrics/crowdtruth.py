@@ -76,6 +76,11 @@ class CrowdTruthResult:
 def _answers(value: Any, item: Any, ann: Any) -> dict[Any, float]:
     """An annotator's answers on a unit as counts: CrowdTruth-core's judgement vectors
     count an answer each time a judgement holds it."""
+    if isinstance(value, (set, frozenset)):  # a fixed order: sums must not follow the hash seed
+        try:
+            return dict.fromkeys(sorted(value), 1.0)
+        except TypeError:  # answers of mixed types
+            return dict.fromkeys(sorted(value, key=repr), 1.0)
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return {}
     if isinstance(value, (str, bytes, int, np.integer)):
@@ -90,8 +95,6 @@ def _answers(value: Any, item: Any, ann: Any) -> dict[Any, float]:
             if n > 0:
                 out[a] = n
         return out
-    if isinstance(value, (set, frozenset)):  # a fixed order: sums must not follow the hash seed
-        return dict.fromkeys(sorted(value, key=repr), 1.0)
     if isinstance(value, Iterable):
         return {a: float(c) for a, c in Counter(value).items()}
     raise ValueError(f"item {item!r}, annotator {ann!r}: value {value!r} is not a collection of answers")
@@ -213,7 +216,7 @@ def crowdtruth(table: pd.DataFrame, options: Sequence[Any] | None = None, *, tol
         # WUA: the worker's WQS-scaled vector x against the unit vector minus it
         x = w_j[ch_j] * ch_c
         u_q, _, rest_c = by_q.sums(x)
-        unchosen = self_free_mass(aq_q * u_q * u_q, q_sizes, q_first, ch_q, ch_j, by_judgement, n_j)
+        unchosen = _unchosen_mass(aq_q * u_q * u_q, q_unit, q_sizes, q_first, ch_q, ch_j, ju, by_judgement, n_j)
         wn = np.bincount(ch_j, aq_c * x * rest_c, minlength=n_j)
         dw = np.bincount(ch_j, aq_c * x * x, minlength=n_j)
         ds = unchosen + np.bincount(ch_j, aq_c * rest_c * rest_c, minlength=n_j)
@@ -246,6 +249,31 @@ def crowdtruth(table: pd.DataFrame, options: Sequence[Any] | None = None, *, tol
                                index=pd.Index(opt_list if closed else [], name="answer", dtype=object))
     return CrowdTruthResult(units, workers, annotations, n_iter, max_delta < tol, max_delta,
                             dropped_rows, dropped_units)
+
+
+def _unchosen_mass(mass_q: np.ndarray, q_unit: np.ndarray, q_sizes: np.ndarray, q_first: np.ndarray,
+                   ch_q: np.ndarray, ch_j: np.ndarray, ju: np.ndarray, by_judgement: np.ndarray,
+                   n_j: int) -> np.ndarray:
+    """Per judgement, the unit's mass on the answers it did not choose: "unit total minus
+    chosen" where that keeps its digits, :func:`self_free_mass` (exact, dearer) for the
+    judgements whose chosen answers hold nearly all of their unit's mass."""
+    total = np.bincount(q_unit, mass_q, minlength=q_sizes.size)[ju]
+    fast = total - np.bincount(ch_j, mass_q[ch_q], minlength=n_j)
+    risky = ~(fast > 1e-6 * total)
+    if not risky.any():
+        return fast
+    units = np.zeros(q_sizes.size, dtype=bool)
+    units[ju[risky]] = True
+    q_keep = units[q_unit]
+    new_q = np.cumsum(q_keep) - 1
+    c_keep = risky[ch_j]
+    new_j = np.cumsum(risky) - 1
+    sub_q, sub_j = new_q[ch_q[c_keep]], new_j[ch_j[c_keep]]
+    sub_sizes = q_sizes[units]
+    exact = self_free_mass(mass_q[q_keep], sub_sizes, np.cumsum(sub_sizes) - sub_sizes, sub_q, sub_j,
+                           np.lexsort((sub_q, sub_j)), int(risky.sum()))
+    fast[risky] = exact
+    return fast
 
 
 def self_free_mass(mass_q: np.ndarray, q_sizes: np.ndarray, q_first: np.ndarray, ch_q: np.ndarray,
@@ -298,12 +326,21 @@ class _Grouped:
         sorted_g = group[self.order]
         self.starts = np.flatnonzero(np.r_[True, sorted_g[1:] != sorted_g[:-1]]) if group.size else group
         self.start_group = sorted_g[self.starts]
+        self.sizes = np.bincount(group, minlength=n_groups)
 
     def sums(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per group Σx and Σ_{i<j} x_i·x_j; per element the sum of the others in its group."""
         total = np.bincount(self.group, x, minlength=self.n)
         if not x.size:
             return total, np.zeros(self.n), x
+        # the plain forms first; the split only where they could have lost digits (a group
+        # of one is exact either way: its pair sum and "others" are exactly 0)
+        fast_pairs = 0.5 * (total * total - np.bincount(self.group, x * x, minlength=self.n))
+        fast_others = total[self.group] - x
+        shared = self.sizes >= 2
+        if not (np.any(shared & ~(fast_pairs > 1e-6 * total * total))
+                or np.any(shared[self.group] & ~(fast_others > 1e-6 * total[self.group]))):
+            return total, fast_pairs, fast_others
         xs = x[self.order]
         top = np.zeros(self.n)
         top[self.start_group] = np.maximum.reduceat(xs, self.starts)
@@ -443,17 +480,22 @@ class _AnswerPairs:
         member_g = np.concatenate([member_g, n_g + ri[not_chooser]])
 
         # R side: every group present on a unit where its answer was chosen, with its count there
-        r_g: list[np.ndarray] = []
-        r_u: list[np.ndarray] = []
-        r_c: list[np.ndarray] = []
-        for g in range(n_g):
-            units = set_units[g_set[g]]
-            cu, cc = g_cells[g]
-            c = np.zeros(units.size)
-            c[np.searchsorted(units, cu)] = cc
-            r_g.append(np.full(units.size, g, dtype=np.int64))
-            r_u.append(units)
-            r_c.append(c)
+        # every (group, unit of its set); its count there from the group's cells (0 elsewhere)
+        units_per_set = np.asarray([u.size for u in set_units], dtype=np.int64)
+        set_start = np.concatenate(([0], np.cumsum(units_per_set)[:-1]))
+        gi, gk = _ragged(units_per_set[g_set_a])
+        g_units = np.concatenate(set_units)[set_start[g_set_a[gi]] + gk]
+        cell_g = np.repeat(np.arange(n_g), [cu.size for cu, _ in g_cells])
+        cell_u = np.concatenate([cu for cu, _ in g_cells]) if n_g else np.zeros(0, dtype=np.int64)
+        cell_c = np.concatenate([cc for _, cc in g_cells]) if n_g else np.zeros(0)
+        cell_key = cell_g * n_u + cell_u
+        key_order = np.argsort(cell_key, kind="stable")
+        want = gi * n_u + g_units
+        pos = np.clip(np.searchsorted(cell_key[key_order], want), 0, max(cell_key.size - 1, 0))
+        hit = cell_key[key_order][pos] == want if cell_key.size else np.zeros(want.size, dtype=bool)
+        r_g = [gi.astype(np.int64)]
+        r_u = [g_units]
+        r_c = [np.where(hit, cell_c[key_order][pos] if cell_key.size else 0.0, 0.0)]
         cand_rest = rest_id[np.searchsorted(uniq_keys, as_key)]
         keep = cand_rest >= 0
         r_g.append(cand_rest[keep])

@@ -137,15 +137,38 @@ def long_table(table: pd.DataFrame, *, duplicates: Duplicates = "error", missing
                 f"{name}: missing value (None/NaN) for item {show(df['item'].iat[k])}, annotator "
                 f"{show(df['annotator'].iat[k])} ({len(nan_rows)} such row(s)); drop rows an annotator did not answer")
     if duplicates != "keep":
-        dup = df.duplicated(["item", "annotator"], keep=False if duplicates == "error" else duplicates).to_numpy()
-        if dup.any():
-            if duplicates == "error":
-                k = int(np.argmax(dup))
-                n = int(((df["item"] == df["item"].iat[k]) & (df["annotator"] == df["annotator"].iat[k])).sum())
-                raise ValueError(f"{name}: annotator {show(df['annotator'].iat[k])} has {n} values on item "
-                                 f"{show(df['item'].iat[k])}; pass duplicates='first'|'last'|'keep'")
-            df = df.loc[~dup]
+        keep = _unique_rows(df, duplicates, name)
+        if keep is not None:
+            df = df.loc[keep]
     return df
+
+
+def _unique_rows(df: pd.DataFrame, duplicates: str, name: str) -> np.ndarray | None:
+    """Rows to keep under ``duplicates`` ("error" raises naming the first repeated pair);
+    None when every (item, annotator) is already unique. Integer codes and one stable sort:
+    hashing row tuples costs several times more on large tables."""
+    item, _ = factorize(df["item"].to_numpy())
+    ann, ann_labels = factorize(df["annotator"].to_numpy())
+    key = item.astype(np.int64) * max(len(ann_labels), 1) + ann
+    span = int(key.max()) + 1 if key.size else 0
+    if span <= 4 * key.size + 1024 and np.bincount(key, minlength=span).max() <= 1:
+        return None  # no repeat, found without a sort
+    order = np.argsort(key, kind="stable")
+    same_as_next = key[order][1:] == key[order][:-1]
+    if not same_as_next.any():
+        return None
+    if duplicates == "error":
+        k = int(order[np.argmax(same_as_next)])
+        raise ValueError(f"{name}: annotator {show(df['annotator'].iat[k])} has {int((key == key[k]).sum())} "
+                         f"values on item {show(df['item'].iat[k])}; pass duplicates='first'|'last'|'keep'")
+    drop = np.zeros(order.size, dtype=bool)
+    if duplicates == "first":
+        drop[1:] = same_as_next
+    else:
+        drop[:-1] = same_as_next
+    keep = np.ones(order.size, dtype=bool)
+    keep[order[drop]] = False
+    return keep
 
 
 def require_unique_long_table(table: pd.DataFrame) -> None:
@@ -162,13 +185,29 @@ def code_table(table: pd.DataFrame, duplicates: Duplicates = "error") -> CodedTa
         What :func:`long_table` refuses (missing values included), fewer than two
         annotators, or no item with two values.
     """
-    df = long_table(table, duplicates=duplicates)
+    if duplicates not in DUPLICATE_POLICIES:
+        raise ValueError(f"duplicates must be one of {DUPLICATE_POLICIES}, got {duplicates!r}")
+    # repeats are resolved below, on the sort that groups the items anyway
+    df = long_table(table, duplicates="keep")
     values = df["value"].to_numpy()
     item_codes, item_labels = factorize(df["item"].to_numpy())
     ann_codes, ann_labels = factorize(df["annotator"].to_numpy())
     n_ann = max(len(ann_labels), 1)
-    # one stable sort by (item, annotator) groups items and keeps table order within them
-    order = np.argsort(item_codes.astype(np.int64) * n_ann + ann_codes, kind="stable")
+    # one stable sort by (item, annotator) groups items, finds repeats, keeps table order within them
+    key = item_codes.astype(np.int64) * n_ann + ann_codes
+    order = np.argsort(key, kind="stable")
+    same_as_next = key[order][1:] == key[order][:-1]
+    if duplicates != "keep" and same_as_next.any():
+        if duplicates == "error":
+            k = int(order[np.argmax(same_as_next)])
+            raise ValueError(f"table: annotator {show(df['annotator'].iat[k])} has {int((key == key[k]).sum())} "
+                             f"values on item {show(df['item'].iat[k])}; pass duplicates='first'|'last'|'keep'")
+        keep = np.ones(order.size, dtype=bool)
+        if duplicates == "first":
+            keep[1:] = ~same_as_next
+        else:
+            keep[:-1] = ~same_as_next
+        order = order[keep]
     ann_present = np.zeros(len(ann_labels), dtype=bool)
     ann_present[ann_codes[order]] = True
     if ann_present.sum() < 2:
