@@ -145,30 +145,40 @@ def long_table(table: pd.DataFrame, *, duplicates: Duplicates = "error", missing
 
 def _unique_rows(df: pd.DataFrame, duplicates: str, name: str) -> np.ndarray | None:
     """Rows to keep under ``duplicates`` ("error" raises naming the first repeated pair);
-    None when every (item, annotator) is already unique. Integer codes and one stable sort:
-    hashing row tuples costs several times more on large tables."""
+    None when every (item, annotator) is already unique. Integer codes, and a sort only
+    when a repeat exists: hashing row tuples costs several times more on large tables."""
     item, _ = factorize(df["item"].to_numpy())
     ann, ann_labels = factorize(df["annotator"].to_numpy())
     key = item.astype(np.int64) * max(len(ann_labels), 1) + ann
     span = int(key.max()) + 1 if key.size else 0
     if span <= 4 * key.size + 1024 and np.bincount(key, minlength=span).max() <= 1:
         return None  # no repeat, found without a sort
+    order = _sorted_without_repeats(key, df, duplicates, name)
+    if order.size == key.size:
+        return None
+    keep = np.zeros(key.size, dtype=bool)
+    keep[order] = True
+    return keep
+
+
+def _sorted_without_repeats(key: np.ndarray, df: pd.DataFrame, duplicates: str, name: str) -> np.ndarray:
+    """Row order by (item, annotator) ``key`` (stable: table order within a key), with
+    repeated keys resolved by ``duplicates``: refused (naming the first), or the first or
+    last kept; all kept under "keep"."""
     order = np.argsort(key, kind="stable")
     same_as_next = key[order][1:] == key[order][:-1]
-    if not same_as_next.any():
-        return None
+    if duplicates == "keep" or not same_as_next.any():
+        return order
     if duplicates == "error":
         k = int(order[np.argmax(same_as_next)])
         raise ValueError(f"{name}: annotator {show(df['annotator'].iat[k])} has {int((key == key[k]).sum())} "
                          f"values on item {show(df['item'].iat[k])}; pass duplicates='first'|'last'|'keep'")
-    drop = np.zeros(order.size, dtype=bool)
-    if duplicates == "first":
-        drop[1:] = same_as_next
-    else:
-        drop[:-1] = same_as_next
     keep = np.ones(order.size, dtype=bool)
-    keep[order[drop]] = False
-    return keep
+    if duplicates == "first":
+        keep[1:] = ~same_as_next
+    else:
+        keep[:-1] = ~same_as_next
+    return order[keep]
 
 
 def require_unique_long_table(table: pd.DataFrame) -> None:
@@ -193,21 +203,8 @@ def code_table(table: pd.DataFrame, duplicates: Duplicates = "error") -> CodedTa
     item_codes, item_labels = factorize(df["item"].to_numpy())
     ann_codes, ann_labels = factorize(df["annotator"].to_numpy())
     n_ann = max(len(ann_labels), 1)
-    # one stable sort by (item, annotator) groups items, finds repeats, keeps table order within them
-    key = item_codes.astype(np.int64) * n_ann + ann_codes
-    order = np.argsort(key, kind="stable")
-    same_as_next = key[order][1:] == key[order][:-1]
-    if duplicates != "keep" and same_as_next.any():
-        if duplicates == "error":
-            k = int(order[np.argmax(same_as_next)])
-            raise ValueError(f"table: annotator {show(df['annotator'].iat[k])} has {int((key == key[k]).sum())} "
-                             f"values on item {show(df['item'].iat[k])}; pass duplicates='first'|'last'|'keep'")
-        keep = np.ones(order.size, dtype=bool)
-        if duplicates == "first":
-            keep[1:] = ~same_as_next
-        else:
-            keep[:-1] = ~same_as_next
-        order = order[keep]
+    # one stable sort by (item, annotator) groups items, resolves repeats, keeps table order within them
+    order = _sorted_without_repeats(item_codes.astype(np.int64) * n_ann + ann_codes, df, duplicates, "table")
     ann_present = np.zeros(len(ann_labels), dtype=bool)
     ann_present[ann_codes[order]] = True
     if ann_present.sum() < 2:
