@@ -17,11 +17,11 @@ from scipy.optimize import brentq
 from scipy.special import erf, ndtr
 
 __all__ = ["ExpectedDistribution", "ks_score", "ks_statistic", "kde_bandwidth", "sigma_threshold", "sigma_score",
-           "kde_mass", "kernel_mass", "P_MIN", "P_STABLE"]
+           "kde_mass", "kernel_mass", "P_MIN", "P_STABLE", "KERNEL_WINDOW"]
 
 # Beyond this many standard deviations ndtr() is exactly 0.0 or 1.0 in float64
 # (Φ(9) = 1 - 1.1e-19), so kernel sums only need the points within the window.
-_WINDOW = 9.0
+KERNEL_WINDOW = 9.0
 #: Below this p the KDE mass is summed kernel by kernel without cancellation (each
 #: kernel's own mass on [0, d], far tails included): ``Φ(a) − Φ(b)`` loses about 1e-16
 #: absolutely, which only matters when p itself is that small.
@@ -212,7 +212,7 @@ class _KdeMass:
 
     def __call__(self, d: float) -> float:
         if self.stable:  # Φ(−39) underflows float64: farther kernels add exactly nothing
-            lo = int(np.searchsorted(self.x, d - _WINDOW * self.bw, side="left"))
+            lo = int(np.searchsorted(self.x, d - KERNEL_WINDOW * self.bw, side="left"))
             hi = int(np.searchsorted(self.x, d + 39.0 * self.bw, side="right"))
             k = kernel_mass(d, self.x[lo:hi], self.bw)
             inside = k.sum() if self.w is None else np.dot(self.w[lo:hi], k)
@@ -221,8 +221,8 @@ class _KdeMass:
             # degenerate (all expected distances equal): the KDE is a point mass
             return float(self.dist.weight_upto(int(np.searchsorted(self.x, d, side="right")))) / self.total \
                 - self.below_zero
-        lo = int(np.searchsorted(self.x, d - _WINDOW * self.bw, side="right"))
-        hi = int(np.searchsorted(self.x, d + _WINDOW * self.bw, side="left"))
+        lo = int(np.searchsorted(self.x, d - KERNEL_WINDOW * self.bw, side="right"))
+        hi = int(np.searchsorted(self.x, d + KERNEL_WINDOW * self.bw, side="left"))
         phi = ndtr((d - self.x[lo:hi]) / self.bw)
         inside = phi.sum() if self.w is None else np.dot(self.w[lo:hi], phi)
         return float((self.dist.weight_upto(lo) + inside) / self.total - self.below_zero)
@@ -308,7 +308,7 @@ def sigma_threshold(expected: np.ndarray | ExpectedDistribution, p: float = 0.05
         reach = (cum / f.total - f.below_zero) >= p
         return float(dist.x[np.argmax(reach)])
     # bracket: F(0) = 0 < p; F at the upper end is within 1e-19 of sup >= p
-    hi = float(dist.x[-1]) + _WINDOW * f.bw
+    hi = float(dist.x[-1]) + KERNEL_WINDOW * f.bw
     if f(hi) < p:
         return math.inf
     if f(0.0) >= p:  # only rounding can put mass p on [0, 0]

@@ -5,6 +5,7 @@ References: Braylan, Alonso & Lease (2022) §4 (pairwise α, KS, σ); Krippendor
 """
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
@@ -267,9 +268,8 @@ def agreement(
         sc = score(table, distance, p=p, form=form, expected_pairs=expected_pairs, seed=seed,
                    duplicates=duplicates, ks_method=ks_method)
     ct, dist, core, rng = sc.ct, sc.dist, sc.core, sc.rng
-    if isinstance(distance, Scored):  # a Scored result is used once: its generator moves on
-        rng = np.random.Generator(type(rng.bit_generator)())
-        rng.bit_generator.state = sc.rng.bit_generator.state
+    if isinstance(distance, Scored):  # a copy: the Scored stays reusable, with the same draws
+        rng = copy.deepcopy(sc.rng)
     do, oi, oj, ex, d_e, alpha = core.observed, core.i, core.j, core.expected, core.d_e, core.alpha
     threshold, ks, sigma = sc.threshold, sc.ks, sc.sigma
     pair_item = ct.item[oi]

@@ -12,19 +12,18 @@ exactly, whatever the distances: ties, point masses, a bandwidth of 1e-7 or 0, 8
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 import pandas as pd
 import pytest
-from scipy.special import erfinv, log_ndtr, ndtr, ndtri
+from scipy.special import ndtr
 from scipy.stats import norm
 
 import ls_agreement.metrics.bootstrap_measures as bm
+from ls_agreement.metrics.bootstrap_cutoffs import Cutoffs
 import ls_agreement.metrics.engine as engine
-from ls_agreement.metrics import Keypoint, agreement, sigma_threshold
+from ls_agreement.metrics import Keypoint, agreement
 from ls_agreement.metrics.bootstrap_measures import Replicates
-from ls_agreement.metrics.distributional import kernel_mass
 
 P = 0.05
 
@@ -177,14 +176,14 @@ STRATEGIES = {"probes": {}, "taylor": {"_ALL_LEVELS": 1}, "grids": {"_ALL_LEVELS
 def _count_taylor_solves(monkeypatch) -> list:
     """Record each cut the Taylor step solves (one entry per solved call)."""
     calls: list = []
-    taylor = bm._Cutoffs._taylor
+    taylor = Cutoffs._taylor
 
     def counted(self, *args):
         solved = taylor(self, *args)
         calls.extend([1] if solved else [])
         return solved
 
-    monkeypatch.setattr(bm._Cutoffs, "_taylor", counted)
+    monkeypatch.setattr(Cutoffs, "_taylor", counted)
     return calls
 
 
@@ -192,7 +191,7 @@ def _count_taylor_solves(monkeypatch) -> list:
 @pytest.mark.parametrize("name", [n for n in CASES if CASES[n][2] is not None])
 def test_replicates_equal_the_brute_force_item_bootstrap(name, strategy, monkeypatch):
     for attr, value in STRATEGIES[strategy].items():
-        monkeypatch.setattr(bm._Cutoffs, attr, value)
+        monkeypatch.setattr(Cutoffs, attr, value)
     calls = _count_taylor_solves(monkeypatch)
     table, distance, brute_dist = _case(name)
     rep = Replicates.from_table(table, distance, form="pairwise", expected_pairs="all", p=P)
@@ -383,109 +382,3 @@ def test_degenerate_and_missing_intervals_become_null_with_a_reason(monkeypatch)
 
 
 # ---- an extreme significance level ---------------------------------------------------------
-@pytest.mark.parametrize("p", [0.05, 1e-6, 1e-9, 1e-20, 1e-100, 1e-300])
-def test_sigma_threshold_at_extreme_p_against_closed_forms(p):
-    h = 0.3
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        at_zero = sigma_threshold(np.array([0.0]), p, bandwidth=h)        # F(d) = erf(d / (h√2)) / 2
-        far = sigma_threshold(np.array([60 * h]), p, bandwidth=h)         # F(d) = Φ((d − 60h)/h) (Φ(−60) ≈ 0)
-    assert at_zero == pytest.approx(h * math.sqrt(2.0) * erfinv(2.0 * p), rel=1e-9 if p < 1e-6 else 1e-7)
-    assert far == pytest.approx(60 * h + h * ndtri(p), rel=1e-12)
-
-
-def test_p_below_float_resolution_is_a_clean_error_and_1e300_a_clean_result():
-    table = scalar_table(40, np.random.default_rng(3), np.arange(1, 6))
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        res = agreement(table, "interval", p=1e-300, bootstrap=200)
-    assert 0.0 < res.threshold < 1e-250 and math.isfinite(res.sigma)
-    assert res.sigma == pytest.approx(np.mean(res.observed == 0.0))   # only exact agreement is that close
-    _shown_or_explained(res)
-    with pytest.raises(ValueError, match="p must be at least 1e-300"):
-        agreement(table, "interval", p=1e-301, bootstrap=0)
-    with pytest.raises(ValueError, match="p must be at least"):
-        sigma_threshold(np.array([0.0, 1.0, 2.0]), 5e-324)
-
-
-def test_kernel_mass_has_no_cancellation():
-    rng = np.random.default_rng(0)
-    h = 0.7
-    x = rng.uniform(0, 30, 2000)
-    d = rng.uniform(0, 30, 2000)
-    naive = ndtr((d - x) / h) - ndtr(-x / h)
-    ok = naive > 1e-6                           # where the plain difference is itself accurate
-    np.testing.assert_allclose(kernel_mass(d, x, h)[ok], naive[ok], rtol=1e-9)
-    # far left tail, the log form is exact there: Φ(a)(1 − Φ(b)/Φ(a))
-    a = -rng.uniform(5, 35, 500)
-    t = rng.uniform(0.6, 3.0, 500)
-    ref = np.exp(log_ndtr(a)) * -np.expm1(log_ndtr(a - t) - log_ndtr(a))
-    np.testing.assert_allclose(kernel_mass(t * h, (t - a) * h, h), ref, rtol=1e-12)
-    # a sliver far in the tail: ∫ φ over [a − t, a] ≈ t φ(a) for t → 0
-    a = -rng.uniform(5, 35, 500)
-    t = 10.0 ** -rng.uniform(10, 200, 500)
-    ref = t * norm.pdf(a)
-    normal = ref > 1e-290                       # subnormal results carry fewer digits
-    np.testing.assert_allclose(kernel_mass(t * h, (t - a) * h, h)[normal], ref[normal], rtol=1e-7)
-
-
-def test_taylor_solve_equals_probing_every_level(monkeypatch):
-    """Many observed levels under a wide kernel (a continuous scale, 3,000 tasks): the Taylor
-    solve the engine picks gives the same cut, replicate by replicate, as the exact KDE mass
-    evaluated at every observed level of every open bracket."""
-    table = continuous_table(3000, np.random.default_rng(6))
-    calls = _count_taylor_solves(monkeypatch)
-    monkeypatch.setattr(bm._Cutoffs, "_ALL_LEVELS", 16)     # what larger projects meet by default
-    rep = Replicates.from_table(table, "interval", seed=1)
-    n = rep.n_items
-    w = np.random.default_rng(2).multinomial(n, np.full(n, 1.0 / n), size=100).astype(float)
-    fast = rep(w)["sigma"]
-    assert calls and np.unique(fast).size > 20
-    monkeypatch.setattr(bm._Cutoffs, "_ALL_LEVELS", 10 ** 9)
-    calls.clear()
-    exhaustive = rep(w)["sigma"]
-    assert not calls
-    np.testing.assert_array_equal(fast, exhaustive)
-
-
-def test_expanded_bca_levels_follow_the_t_correction():
-    """With n resampled items the interval's quantile levels are those of
-    ``± sqrt(n/(n−1)) · t_{n−1}``: a normal bootstrap distribution gives that interval."""
-    from scipy.stats import t as student_t
-
-    from ls_agreement.metrics.bootstrap import bca_interval, expanded_level
-
-    for n in (3, 8, 30, 100, 10_000):
-        z = math.sqrt(n / (n - 1)) * student_t.ppf(0.975, n - 1)
-        assert expanded_level(0.95, n) == pytest.approx(1 - 2 * norm.sf(z), rel=1e-12)
-    assert expanded_level(0.95, None) == expanded_level(0.95, 1) == 0.95
-    draws = norm.ppf((np.arange(200_000) + 0.5) / 200_000)          # a symmetric bootstrap distribution
-    for n in (8, 100):
-        lo, hi = bca_interval(draws, np.zeros(5), 0.0, 0.95, n_units=n)
-        half = math.sqrt(n / (n - 1)) * student_t.ppf(0.975, n - 1)
-        assert (lo, hi) == pytest.approx((-half, half), abs=2e-3)
-
-
-def test_bca_intervals_equal_bca_interval_column_by_column():
-    """The vectorised BCa over many statistics (one per annotator) gives bca_interval's bounds."""
-    from ls_agreement.metrics.bootstrap import bca_interval, bca_intervals
-
-    rng = np.random.default_rng(7)
-    k = 60
-    boot = rng.normal(size=(400, k)) ** 3
-    boot[:, 5] = 0.25                                   # all tied with the estimate below
-    boot[rng.random((400, k)) < 0.1] = np.nan           # undefined replicates
-    boot[:, 7] = np.nan                                 # nothing defined
-    boot[:, 9] = np.round(boot[:, 9])                   # discrete: ties
-    jack = rng.normal(size=(25, k))
-    jack[:, 11] = np.nan
-    jack[:3, 12] = np.nan
-    est = rng.normal(size=k)
-    est[5] = 0.25
-    est[13] = np.nan
-    est[14] = 1e6                                       # beyond every replicate
-    units = rng.integers(1, 40, size=k)
-    got = bca_intervals(boot, jack, est, 0.9, n_units=units)
-    for c in range(k):
-        want = bca_interval(boot[:, c], jack[:, c], float(est[c]), 0.9, n_units=int(units[c]))
-        np.testing.assert_allclose(got[c], want, rtol=1e-12, atol=1e-12, equal_nan=True)
