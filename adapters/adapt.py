@@ -234,7 +234,7 @@ def adapt(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool =
         state, ctl_warn = (fam[n].plan([c[2] for c in cell], spec) if hasattr(fam[n], "plan")
                            else (None, []))
         build = fam[n].build
-        empty = frozenset() if spec.kind == "set" else ()
+        empty = frozenset() if spec.kind == "sets" else ()
         vi, va, vv = [], [], []
         for t, a, p in cell:
             v = empty if p is _EMPTY else build(p, spec, state)
@@ -246,7 +246,7 @@ def adapt(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool =
         table = pd.DataFrame({
             "item": pd.Series(vi, dtype=object if vi and type(vi[0]) is str else None),
             "annotator": pd.Series(va, dtype=object),
-            "value": pd.Series(vv, dtype=None if kind in ("scalar", "pairwise") and vv else object),
+            "value": pd.Series(vv, dtype=None if kind in ("scalars", "pairwise") and vv else object),
         })
         if not len(table):
             table = pd.DataFrame({"item": pd.Series([], dtype=object),

@@ -1,8 +1,8 @@
 """Classifications: Choices (single and multiple) and Taxonomy.
 
-Single choice -> the chosen string (kind ``scalar``; nominal); unanswered is *missing*.
-Multiple choice -> frozenset of strings (kind ``set``); Taxonomy -> frozenset of paths
-joined with "/" (kind ``set``). For the set kinds an annotation without a result is the
+Single choice -> the chosen string (kind ``scalars``; nominal); unanswered is *missing*.
+Multiple choice -> frozenset of strings (kind ``sets``); Taxonomy -> frozenset of paths
+joined with "/" (kind ``sets``). For the set kinds an annotation without a result is the
 empty set: "none of these" is an answer. A choice that is not in the config (e.g. removed
 since) is kept with a warning in lenient mode and refused in strict mode.
 """

@@ -355,7 +355,7 @@ def _make_spec(node: ET.Element, name: str, to_name: list[str], object_tags: lis
             tree, leaves = _taxonomy(node, where, problem)
             if not leaves and not spec.dynamic:
                 problem(f"Taxonomy {name!r} declares no choices", where, "any path is accepted")
-            spec.labels, spec.multiple, spec.kind = leaves, True, "set"
+            spec.labels, spec.multiple, spec.kind = leaves, True, "sets"
             spec.taxonomy_tree = tree if leaves and not spec.dynamic else None
         else:
             spec.labels = closed_set("choice", "choices") or None  # dynamic choices: open
@@ -366,9 +366,9 @@ def _make_spec(node: ET.Element, name: str, to_name: list[str], object_tags: lis
                         f"{where}.choice", "taken as single")
                 mode = "single"
             spec.multiple = mode == "multiple"
-            spec.kind = "set" if spec.multiple else "scalar"
+            spec.kind = "sets" if spec.multiple else "scalars"
     elif family == "scalars":
-        spec.kind = "scalar"
+        spec.kind = "scalars"
         if low == "rating":
             raw = node.get("maxRating", "5")
             try:
@@ -394,7 +394,7 @@ def _make_spec(node: ET.Element, name: str, to_name: list[str], object_tags: lis
         if obj_low != "list":
             raise _Skip(f"Ranker needs a List object, but {to_name[0]!r} is a {object_tags[0]}",
                         f"{where}.toName")
-        spec.kind = "ranking"
+        spec.kind = "rankings"
         buckets: list[str] = []
         for b in node:
             if not isinstance(b.tag, str) or b.tag.lower() != "bucket":

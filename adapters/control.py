@@ -11,6 +11,8 @@ from typing import Any
 
 import pandas as pd
 
+from ls_agreement.metrics.distances.registry import canonical_kind
+
 from .config import ControlSpec
 
 __all__ = ["ControlData", "DEFAULT_DISTANCE", "default_distance", "candidate_distances",
@@ -19,8 +21,8 @@ __all__ = ["ControlData", "DEFAULT_DISTANCE", "default_distance", "candidate_dis
 # Default distance per value kind (docs/formulas.md §4); scalars depend on the tag.
 DEFAULT_DISTANCE: dict[str, str] = {
     "boxes": "boxes.iou", "polygons": "polygons.iou", "keypoints": "keypoints.oks",
-    "spans": "spans.lenient", "text": "text.levenshtein", "ranking": "rankings.kendall",
-    "set": "sets.masi", "pairwise": "nominal",
+    "spans": "spans.lenient", "text": "text.levenshtein", "rankings": "rankings.kendall",
+    "sets": "sets.masi", "pairwise": "nominal",
 }
 _SCALAR_DEFAULT = {"choices": "nominal", "rating": "ordinal", "number": "interval",
                    "datetime": "interval"}
@@ -30,7 +32,12 @@ _NUMERIC_ONLY = {"ordinal", "interval", "ratio"}
 
 @dataclass
 class ControlData:
-    """One control tag adapted to the common model (see the module docstring)."""
+    """One control tag adapted to the common model (see the module docstring).
+
+    ``kind`` is the value kind, named like the registry prefix of its distances
+    (``"scalars"``, ``"sets"``, ``"rankings"``, ``"boxes"``, ...; ``metrics.distances.KINDS``);
+    an old singular name (``"scalar"``) is read as its plural.
+    """
 
     name: str
     tag: str
@@ -45,6 +52,9 @@ class ControlData:
     ground_truth: set[tuple[Any, str]] = field(default_factory=set)
     warnings: list[str] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        self.kind = canonical_kind(self.kind)
+
     @property
     def n_items(self) -> int:
         return int(self.table["item"].nunique()) if len(self.table) else 0
@@ -58,16 +68,19 @@ class ControlData:
 
 def default_distance(spec: ControlSpec) -> str:
     """Registry name of the distance used when the settings say neither a name nor auto."""
-    if spec.kind == "scalar":
+    kind = canonical_kind(spec.kind)
+    if kind == "scalars":
         return _SCALAR_DEFAULT.get(spec.lower, "nominal")
-    return DEFAULT_DISTANCE.get(spec.kind, "nominal")
+    return DEFAULT_DISTANCE.get(kind, "nominal")
 
 
 def fitting_distances(kind: str, tag: str) -> list[str]:
-    """Every registered distance that can compare this control's values."""
+    """Every registered distance that can compare this control's values (``kind`` as in
+    :class:`ControlData`; an old singular name is read as its plural)."""
     from ls_agreement.metrics.distances.registry import fitting
 
-    names = fitting("scalar" if kind == "pairwise" else kind)
+    kind = canonical_kind(kind)
+    names = fitting("scalars" if kind == "pairwise" else kind)
     if tag.lower() in ("choices", "pairwise"):
         names = [n for n in names if n not in _NUMERIC_ONLY]
     return names
@@ -77,14 +90,15 @@ def candidate_distances(spec: ControlSpec) -> list[str]:
     """Distances ``auto`` tries: ``ls_agreement.metrics.candidates(kind)``, minus numeric
     levels for string-valued scalars (Choices, Pairwise), default first if missing."""
     default = default_distance(spec)
+    kind = canonical_kind(spec.kind)
     try:
         from ls_agreement.metrics import candidates
-        names = list(candidates(spec.kind))
+        names = list(candidates(kind))
     except Exception:  # registry not importable: fall back to the default alone
         names = []
-    if spec.kind == "pairwise" and not names:
+    if kind == "pairwise" and not names:
         names = ["nominal"]
-    if spec.kind in ("scalar", "pairwise") and spec.lower in ("choices", "pairwise"):
+    if kind in ("scalars", "pairwise") and spec.lower in ("choices", "pairwise"):
         names = [n for n in names if n not in _NUMERIC_ONLY]
     if default not in names:
         names.insert(0, default)

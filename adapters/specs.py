@@ -31,7 +31,7 @@ class ControlSpec:
     to_name: list[str]                # object names (Pairwise has two)
     object_tags: list[str]            # their tag types, e.g. ["Image"]
     family: str                       # adapter module: regions|spans|text|choices|scalars|ranking|pairwise
-    kind: str                         # value kind of the common model
+    kind: str                         # value kind of the common model: a registry prefix (metrics KINDS)
     labels: list[str] | None = None   # answers as results hold them (alias or value); taxonomy leaf paths
     multiple: bool = False            # Choices choice="multiple"; Taxonomy is always multiple
     region: str | None = None         # rectangle|polygon|keypoint for image regions

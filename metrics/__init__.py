@@ -31,3 +31,9 @@ from .icc import IccResult, icc
 from .gwet import bennett_s, gwet_ac1, gwet_ac2, per_annotator_bias, scott_pi
 
 __all__ += ["icc", "IccResult", "gwet_ac1", "gwet_ac2", "scott_pi", "bennett_s", "per_annotator_bias"]
+# One result convention for every measure (docs/design.md "Results"); kinds named like registry prefixes.
+from .result import Result
+from .gwet import CacResult
+from .distances.registry import KINDS, canonical_kind
+
+__all__ += ["Result", "CacResult", "KINDS", "canonical_kind"]

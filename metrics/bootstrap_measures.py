@@ -39,8 +39,8 @@ from .bootstrap import bca_interval, bca_intervals, iter_multiplicities, jackkni
 from .distances.base import Distance, check_distances
 from .distances.scalars import ScalarDistance
 from .bootstrap_cutoffs import Cutoffs
+from .cells import ObservedCells, pairs_as_cells
 from .expected import Expected
-from .groups import annotator_pair_sides
 from .table import CodedTable, all_between_pairs, sample_between_pairs
 
 __all__ = ["bootstrap_intervals", "Replicates", "MAX_EXPECTED", "MAX_CELLS"]
@@ -178,21 +178,23 @@ class _CellChance:
     tabulated expected distribution.
     """
 
-    def __init__(self, ct: CodedTable, dist: ScalarDistance, oi: np.ndarray, oj: np.ndarray,
+    def __init__(self, ct: CodedTable, dist: ScalarDistance, cells: ObservedCells,
                  domain: np.ndarray, code: np.ndarray, linear: _Linear) -> None:
         n_items, v = ct.n_items, domain.size
         self.counts = linear.add(ct.item, code, v)
-        # per item, c_iv c_iv' (v < v') and c_iv² = c_iv + 2·#{within pairs (v, v)}
-        a, b = code[oi], code[oj]
+        # per item, c_iv c_iv' (v < v') and c_iv² = c_iv + 2·#{within pairs (v, v)}; a cell
+        # of observed pairs shares one value pair, so it counts its pairs at once
+        a, b = code[cells.a], code[cells.b]
         lo, hi = np.minimum(a, b), np.maximum(a, b)
-        pair_item = ct.item[oi]
+        pair_item = cells.item
         same = lo == hi
         key = np.concatenate((lo * v + hi, code * v + code, lo[same] * v + lo[same]))
         item = np.concatenate((pair_item, ct.item, pair_item[same]))
+        count = np.concatenate((cells.weight, np.ones(ct.n_values), cells.weight[same]))
         c = np.bincount(code, minlength=v).astype(np.float64)
         iu, ju = np.triu_indices(v)
         cell_keys = iu * v + ju
-        within = np.bincount(np.searchsorted(cell_keys, key), minlength=iu.size).astype(np.float64)
+        within = np.bincount(np.searchsorted(cell_keys, key), weights=count, minlength=iu.size)
         n_pair = c[iu] * c[ju]
         full = np.where(iu == ju, (n_pair - within) / 2.0, n_pair - within)
         keep = full > 0   # a value pair never seen across items stays 0 in every replicate
@@ -202,7 +204,7 @@ class _CellChance:
         kept = cell_keys[keep]
         pos = np.searchsorted(kept, key)
         hit = (pos < kept.size) & (kept[np.minimum(pos, kept.size - 1)] == key)
-        self.within = _Linear(n_items).add(item[hit], pos[hit], kept.size)   # applied to w²
+        self.within = _Linear(n_items).add(item[hit], pos[hit], kept.size, count[hit])   # applied to w²
         self.values, level = np.unique(d, return_inverse=True)
         self.s = _incidence(level.ravel(), np.arange(kept.size), self.values.size, kept.size)
         self.width = max(kept.size, v)
@@ -225,18 +227,21 @@ class _Below:
     """
 
     def __init__(self, item: np.ndarray, group: np.ndarray, g: np.ndarray, n_groups: int, n_levels: int,
-                 linear: _Linear) -> None:
+                 linear: _Linear, weight: np.ndarray | None = None) -> None:
+        """``item, group, g`` (shape (s,)): each side's item, group and level; ``weight``: the
+        pairs each side stands for (pooled cells; None: one each)."""
         self.n_groups, self.n_levels, self.n_items = n_groups, n_levels, linear.n_items
         # one column per (group, level) while that is no more than the sides themselves:
         # many annotators on few distinct distances (a crowd project) then cost their
         # combinations, not every side of every replicate
         combos = n_groups * n_levels
         if combos <= 2 * _DENSE_COLS or (combos <= item.size // 4 and combos <= _MAX_LEVEL_COLS):
-            self.by_level = linear.add(item, group * n_levels + g, combos, dense_up_to=2 * _DENSE_COLS)
+            self.by_level = linear.add(item, group * n_levels + g, combos, weight, dense_up_to=2 * _DENSE_COLS)
             return
         self.by_level = None
         order = np.argsort(g, kind="stable")
         self.item, self.group, self.g = item[order], group[order], g[order]
+        self.weight = None if weight is None else weight[order]
         self._base: dict[int, sparse.csr_matrix] = {}
 
     def __call__(self, wt: np.ndarray, cut: np.ndarray) -> np.ndarray:
@@ -252,13 +257,15 @@ class _Below:
         if base is None:
             if len(self._base) > 8:
                 self._base.clear()
-            base = self._base[k0] = _incidence(self.group[:k0], self.item[:k0], self.n_groups, self.n_items)
+            base = self._base[k0] = _incidence(self.group[:k0], self.item[:k0], self.n_groups, self.n_items,
+                                               None if self.weight is None else self.weight[:k0])
         out = np.asarray(base @ wt)
         step = max(1, _ELEMS // max(b, 1))
         for s in range(k0, k1, step):  # sides whose significance differs between replicates
             e = min(k1, s + step)
             contrib = np.take(wt, self.item[s:e], axis=0) * (self.g[s:e, None] < cut[None, :])
-            out += np.asarray(_incidence(self.group[s:e], np.arange(e - s), self.n_groups, e - s) @ contrib)
+            side_w = None if self.weight is None else self.weight[s:e]
+            out += np.asarray(_incidence(self.group[s:e], np.arange(e - s), self.n_groups, e - s, side_w) @ contrib)
         return out
 
 
@@ -270,22 +277,28 @@ class Replicates:
     :meth:`from_table` builds it from a plain long table, as the engine would.
     """
 
-    def __init__(self, ct: CodedTable, dist: Distance, prepared: object, do: np.ndarray, oi: np.ndarray,
-                 oj: np.ndarray, ex: Expected, *, form: str, p: float, ks_method: str, bandwidth: float,
-                 threshold: float, rng: np.random.Generator) -> None:
+    def __init__(self, ct: CodedTable, dist: Distance, prepared: object, do: np.ndarray | None,
+                 oi: np.ndarray | None, oj: np.ndarray | None, ex: Expected, *, form: str, p: float,
+                 ks_method: str, bandwidth: float, threshold: float, rng: np.random.Generator,
+                 cells: ObservedCells | None = None) -> None:
+        """``cells``: the observed pairs pooled by (item, value pair); when None, they are the
+        pairs ``(oi, oj)`` with distances ``do`` (each shape (n_pairs,)), one cell each."""
         self.form, self.ks_method, self.n_items = form, ks_method, ct.n_items
         self.item_labels, self.annotator_labels = ct.item_labels, ct.annotator_labels
+        if cells is None:
+            cells = pairs_as_cells(ct, oi, oj, do)
         n_items = ct.n_items
-        pair_item = ct.item[oi]
+        # every observed sum below runs over cells, each weighing its pairs
+        pair_item, do, cw = cells.item, cells.d, cells.weight
         self.m = ct.item_size.astype(np.float64)
-        self.s_do = np.bincount(pair_item, weights=do, minlength=n_items)
-        self.n_o = np.bincount(pair_item, minlength=n_items).astype(np.float64)
+        self.s_do = np.bincount(pair_item, weights=do * cw, minlength=n_items)
+        self.n_o = np.bincount(pair_item, weights=cw, minlength=n_items)
         self.linear = _Linear(n_items)
         self.alpha_sums = self.linear.add_rows(np.stack((self.s_do, self.n_o, self.m, self.s_do / (self.m - 1.0),
                                                           self.m * (self.m - 1.0))))
 
         # chance distribution of a replicate
-        self.chance = self._chance(ct, dist, prepared, oi, oj, ex, rng, self.linear)
+        self.chance = self._chance(ct, dist, prepared, cells, ex, rng, self.linear)
         values = self.chance.values
 
         # observed side: distinct levels, KS groups, σ sides
@@ -293,25 +306,26 @@ class Replicates:
         g = g.ravel()
         kpos = np.searchsorted(values, levels, side="right")[g]   # chance values ≤ d
         self.ks_pos, kidx = np.unique(kpos, return_inverse=True)
-        self.ks_groups = self.linear.add(pair_item, kidx.ravel(), self.ks_pos.size)
+        self.ks_groups = self.linear.add(pair_item, kidx.ravel(), self.ks_pos.size, cw)
         # chance weight above each KS group = sums of the chance segments between groups
         seg = np.searchsorted(self.ks_pos, np.arange(values.size), side="right")
         self.ks_seg = _incidence(seg, np.arange(values.size), self.ks_pos.size + 1, values.size)
-        self.below = _Below(pair_item, np.zeros_like(pair_item), g, 1, levels.size, self.linear)
+        self.below = _Below(pair_item, np.zeros_like(pair_item), g, 1, levels.size, self.linear, cw)
         center = int(np.searchsorted(levels, threshold, side="left"))
         self.cutoffs = Cutoffs(values, bandwidth, p, levels, center)
 
-        # per annotator: each pair once per annotator in it
-        ann, ann_item, ann_d = annotator_pair_sides(pair_item, ct.annotator[oi], ct.annotator[oj], do)
+        # per annotator: each pair once per annotator in it (pooled: linear per-value sides)
+        ann, ann_item, ann_d, ann_w = cells.sides()
         n_ann = ct.annotator_labels.size
         self.n_ann = n_ann
-        self.a_n = self.linear.add(ann_item, ann, n_ann)
-        self.a_sum = self.linear.add(ann_item, ann, n_ann, ann_d)
-        self.a_below = _Below(ann_item, ann, np.searchsorted(levels, ann_d), n_ann, levels.size, self.linear)
+        self.a_n = self.linear.add(ann_item, ann, n_ann, ann_w)
+        self.a_sum = self.linear.add(ann_item, ann, n_ann, ann_d * ann_w)
+        self.a_below = _Below(ann_item, ann, np.searchsorted(levels, ann_d), n_ann, levels.size, self.linear,
+                              ann_w)
         self.width = max(self.chance.width, values.size + 1, self.ks_pos.size, n_items, n_ann)
 
     @staticmethod
-    def _chance(ct: CodedTable, dist: Distance, prepared: object, oi: np.ndarray, oj: np.ndarray, ex: Expected,
+    def _chance(ct: CodedTable, dist: Distance, prepared: object, cells: ObservedCells, ex: Expected,
                 rng: np.random.Generator, linear: _Linear) -> _PairChance | _CellChance:
         if ex.i is not None:
             sel = _subsample(ex.distances.size, MAX_EXPECTED, rng)
@@ -326,7 +340,7 @@ class Replicates:
                 domain, code = np.unique(x, return_inverse=True)
                 code = code.ravel()
             if domain.size * (domain.size + 1) // 2 <= MAX_CELLS:
-                return _CellChance(ct, dist, oi, oj, domain, code, linear)
+                return _CellChance(ct, dist, cells, domain, code, linear)
         if ex.n_between <= MAX_EXPECTED:
             ei, ej = all_between_pairs(ct)
         else:
@@ -348,10 +362,10 @@ class Replicates:
         ct = code_table(table, duplicates)
         rng = np.random.default_rng(seed)
         core = alpha_core(ct, dist, form, expected_pairs, rng)
-        chance = ExpectedDistribution(core.expected.distances, core.expected.weights)
-        return cls(ct, dist, core.prepared, core.observed, core.i, core.j, core.expected, form=form, p=p,
+        chance = ExpectedDistribution(*core.expected.distribution())
+        return cls(ct, dist, core.prepared, None, None, None, core.expected, form=form, p=p,
                    ks_method=ks_method, bandwidth=chance.bandwidth(), threshold=sigma_threshold(chance, p),
-                   rng=rng)
+                   rng=rng, cells=core.cells)
 
     def __call__(self, w: np.ndarray) -> dict[str, np.ndarray]:
         """Measures of replicates with item weights ``w`` (B, n_items); NaN where undefined.
@@ -432,12 +446,16 @@ def _recentre(boot: np.ndarray, jack: np.ndarray, full: np.ndarray, estimate: np
     return np.clip(boot + delta, *bounds), np.clip(jack + delta, *bounds)
 
 
-def bootstrap_intervals(ct: CodedTable, dist: Distance, prepared: object, do: np.ndarray, oi: np.ndarray,
-                        oj: np.ndarray, ex: Expected, *, form: str, p: float, bootstrap: int,
-                        rng: np.random.Generator, ks_method: str, confidence: float, bandwidth: float,
-                        threshold: float, d_e: float, per_annotator: pd.DataFrame,
-                        estimates: dict[str, float] | None = None) -> dict[str, tuple[float, float]]:
+def bootstrap_intervals(ct: CodedTable, dist: Distance, prepared: object, do: np.ndarray | None,
+                        oi: np.ndarray | None, oj: np.ndarray | None, ex: Expected, *, form: str, p: float,
+                        bootstrap: int, rng: np.random.Generator, ks_method: str, confidence: float,
+                        bandwidth: float, threshold: float, d_e: float, per_annotator: pd.DataFrame,
+                        estimates: dict[str, float] | None = None,
+                        cells: ObservedCells | None = None) -> dict[str, tuple[float, float]]:
     """BCa intervals of α, KS, σ; adds per-annotator interval columns in place.
+
+    The observed pairs are ``cells`` (pooled by item and value pair, with counts) or, when
+    None, the pairs ``(oi, oj)`` with distances ``do``, shape (n_pairs,) each.
 
     ``estimates`` are the point estimates the intervals belong to (default: the replicate
     code's own full-sample values). The bias correction and acceleration of the BCa
@@ -447,7 +465,7 @@ def bootstrap_intervals(ct: CodedTable, dist: Distance, prepared: object, do: np
     (:func:`~.bootstrap.expanded_level`), which keeps coverage near nominal with few items.
     """
     rep = Replicates(ct, dist, prepared, do, oi, oj, ex, form=form, p=p, ks_method=ks_method,
-                     bandwidth=bandwidth, threshold=threshold, rng=rng)
+                     bandwidth=bandwidth, threshold=threshold, rng=rng, cells=cells)
     n_items = ct.n_items
     chunk = rep.chunk()
     full = rep(np.ones((1, n_items)))

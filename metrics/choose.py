@@ -19,6 +19,7 @@ from .distances import registry
 from .distances.registry import DistanceLike
 from .engine import AgreementResult, Duplicates, Form, KsMethod, Scored, agreement, score
 from .model import Box, Keypoint, Polygon, Span
+from .result import Result, strict_json
 from .table import code_table
 
 __all__ = ["infer_kind", "DistanceChoice", "choose_distance"]
@@ -37,13 +38,16 @@ def infer_kind(values: Sequence[Any]) -> str:
 
     - sequences of Box / Polygon / Keypoint / Span -> "boxes" / "polygons" / "keypoints" /
       "spans" (empty sequences fit any of them; all empty -> error);
-    - (frozen)sets -> "set";
-    - numbers -> "scalar";
+    - (frozen)sets -> "sets";
+    - numbers -> "scalars";
     - strings -> "text" when most are distinct and some contain whitespace (free text),
-      else "scalar" (labels);
-    - other sequences: of strings, or of distinct ids/buckets -> "ranking"; of numbers
-      with a repeated element, or floats -> "vector". A numeric sequence of distinct
+      else "scalars" (labels);
+    - other sequences: of strings, or of distinct ids/buckets -> "rankings"; of numbers
+      with a repeated element, or floats -> "vectors". A numeric sequence of distinct
       integers is taken as a ranking — pass candidates explicitly when it is a vector.
+
+    Kinds are named like the registry prefixes of their distances (``"sets"`` ->
+    ``sets.jaccard``; ``registry.KINDS``).
 
     Parameters
     ----------
@@ -64,9 +68,9 @@ def infer_kind(values: Sequence[Any]) -> str:
     if kinds == {"str"}:
         strs = [v for v in vals if isinstance(v, str)]
         free = any(any(c.isspace() for c in s.strip()) for s in strs) and len(set(strs)) > 0.5 * len(strs)
-        return "text" if free else "scalar"
-    if kinds <= {"vector", "ranking"} and kinds:
-        return "vector" if "vector" in kinds else "ranking"
+        return "text" if free else "scalars"
+    if kinds <= {"vectors", "rankings"} and kinds:
+        return "vectors" if "vectors" in kinds else "rankings"
     if len(kinds) > 1:
         raise ValueError(f"cannot infer one value kind: values mix {sorted(kinds)}")
     return kinds.pop()
@@ -76,9 +80,9 @@ def _kind_of(v: Any, n: int) -> str:
     if isinstance(v, str):
         return "str"
     if _is_number(v):
-        return "scalar"
+        return "scalars"
     if isinstance(v, (set, frozenset)):
-        return "set"
+        return "sets"
     if isinstance(v, dict):
         raise ValueError(f"value #{n} is a dict ({v!r:.60}): no distance compares dicts; "
                          "convert it to the common model (metrics.model) first")
@@ -95,13 +99,14 @@ def _kind_of(v: Any, n: int) -> str:
         raise ValueError(f"value #{n} mixes region types: {sorted({type(x).__name__ for x in seq})}")
     if all(_is_number(x) for x in seq):
         floats = any(isinstance(x, (float, np.floating)) and not float(x).is_integer() for x in seq)
-        return "vector" if floats or len(set(seq)) < len(seq) else "ranking"
-    return "ranking"
+        return "vectors" if floats or len(set(seq)) < len(seq) else "rankings"
+    return "rankings"
 
 
-@dataclass
-class DistanceChoice:
-    """Candidates ranked by KS, and the winner's agreement.
+@dataclass(frozen=True)
+class DistanceChoice(Result):
+    """Candidates ranked by KS, and the winner's agreement. No point estimate of its own
+    (``estimate`` is undefined): the winner's is ``result.estimate``.
 
     Attributes
     ----------
@@ -127,6 +132,13 @@ class DistanceChoice:
     result: AgreementResult
     scores: dict[str, Scored]
     errors: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self, *, items: bool = False, annotators: bool = True) -> dict[str, Any]:
+        """Strict-JSON dict: ``winner``, the ranked ``candidates`` (rows of ``table``), the
+        winner's ``result`` (:meth:`AgreementResult.to_dict`) and ``errors``."""
+        return {"winner": self.winner, "candidates": strict_json(self.table.to_dict("records")),
+                "result": self.result.to_dict(items=items, annotators=annotators),
+                "errors": dict(self.errors)}
 
 
 def choose_distance(table: pd.DataFrame, candidates: Sequence[DistanceLike] | None = None, *,
@@ -189,7 +201,7 @@ def choose_distance(table: pd.DataFrame, candidates: Sequence[DistanceLike] | No
         detail = "; ".join(f"{k}: {v}" for k, v in errors.items())
         raise ValueError(f"no candidate distance could be computed on this table ({detail})")
     rows = [{"distance": n, "alpha": r.alpha, "ks": r.ks, "sigma": r.sigma, "ks_statistic": r.ks_statistic,
-             "n_pairs": int(r.core.observed.size), "status": "ok" if r.d_e > 0 else "no_variation"}
+             "n_pairs": int(r.core.n_pairs), "status": "ok" if r.d_e > 0 else "no_variation"}
             for n, r in scores.items()]
     df = pd.DataFrame(rows, columns=["distance", "alpha", "ks", "sigma", "ks_statistic", "n_pairs", "status"])
     # a candidate under which every distance is 0 (no variation) says nothing about agreement:

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import math
 
+from .result import finite_or_none, strict_json
+
 __all__ = ["Coefficient", "landis_koch"]
 
 _BANDS = ((0.0, "poor"), (0.20, "slight"), (0.40, "fair"), (0.60, "moderate"),
@@ -28,7 +30,20 @@ def landis_koch(value: float) -> str:
 
 
 class Coefficient(float):
-    """A float (use it as the number) with ``band`` and details as attributes."""
+    """A float (use it as the number) with ``band`` and details as attributes: what a
+    measure of one number returns (:func:`~.alpha.krippendorff_alpha`, Cohen's and Fleiss' κ).
+
+    Attributes
+    ----------
+    name : str
+        The measure (``"alpha"``, ``"cohen_kappa"``, ``"fleiss_kappa"``).
+    band : str
+        Landis & Koch band (:func:`landis_koch`); ``"undefined"`` for NaN.
+    details : dict
+        The pieces behind the number (``d_o``, ``d_e``, ``p_observed``, ``n_items``, ...).
+    estimate : float
+        The number itself as a plain float (the result convention's point estimate).
+    """
 
     band: str
     name: str
@@ -43,6 +58,11 @@ class Coefficient(float):
     def __repr__(self) -> str:
         return f"{self.name}={float(self):.4f} ({self.band})"
 
+    @property
+    def estimate(self) -> float:
+        return float(self)
+
     def to_dict(self) -> dict:
-        v = float(self)
-        return {"value": v if math.isfinite(v) else None, "band": self.band, **self.details}
+        """Strict-JSON dict: ``value`` (None when undefined), ``name``, ``band`` and the details."""
+        return {"value": finite_or_none(float(self)), "name": self.name, "band": self.band,
+                **strict_json(self.details)}

@@ -28,6 +28,7 @@ import scipy.sparse as sp
 from .bootstrap import iter_multiplicities, percentile_interval
 from .distances.base import Distance, check_distances
 from .distances.registry import DistanceLike, get_distance
+from .result import Result
 from .table import Duplicates, long_table
 
 __all__ = ["CrossKappaResult", "cross_kappa", "alpha_from_counts"]
@@ -40,9 +41,37 @@ def _num(x: float) -> float | None:
     return float(x) if x is not None and math.isfinite(x) else None
 
 
-@dataclass
-class CrossKappaResult:
-    """κx with its pieces; NaN where undefined (e.g. IRR of a one-rater replication)."""
+@dataclass(frozen=True)
+class CrossKappaResult(Result):
+    """κx with its pieces; NaN where undefined (e.g. IRR of a one-rater replication).
+
+    Attributes
+    ----------
+    kappa_x : float
+        κx, the point estimate (also ``estimate``).
+    normalized : float
+        κx / sqrt(irr_x · irr_y); NaN when an IRR is undefined or <= 0.
+    irr_x, irr_y : float
+        Krippendorff's α of each replication alone, on the common items.
+    d_o, d_e : float
+        Observed (cross pairs on one item) and expected (every cross pair) mean distances.
+    n_items : int
+        Items rated in both replications.
+    n_x, n_y : int
+        Values of X and of Y on those items (R and S).
+    distance : str
+        Registry name of the distance.
+    ci : dict[str, tuple[float, float]]
+        Item-bootstrap ``(low, high)`` of ``kappa_x`` and ``normalized``; empty without bootstrap.
+    bootstrap, seed : int
+        Replicates drawn (0 = none) and the seed.
+    n_expected_pairs : int or None
+        Sampled cross pairs behind ``d_e``; None when exact from marginals.
+    expected_exact : bool
+        Whether ``d_e`` is exact.
+    """
+
+    ESTIMATE = "kappa_x"
 
     kappa_x: float
     normalized: float
@@ -61,6 +90,7 @@ class CrossKappaResult:
     expected_exact: bool = True
 
     def to_dict(self) -> dict[str, Any]:
+        """Strict-JSON dict (NaN/inf -> None; intervals as ``[low, high]`` lists)."""
         return {
             "kappa_x": _num(self.kappa_x), "normalized": _num(self.normalized),
             "irr_x": _num(self.irr_x), "irr_y": _num(self.irr_y), "d_o": _num(self.d_o),

@@ -31,24 +31,37 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 from .crowdtruth_sums import SMALL, AnswerPairs, Grouped, ragged, unchosen_mass
+from .result import Result
 from .table import long_table
 
 __all__ = ["CrowdTruthResult", "crowdtruth"]
 
 
 
-@dataclass
-class CrowdTruthResult:
-    """CrowdTruth 2.0 scores.
+@dataclass(frozen=True)
+class CrowdTruthResult(Result):
+    """CrowdTruth 2.0 scores. No single point estimate (``estimate`` is undefined): the
+    scores are per unit, worker and answer.
 
     Attributes
     ----------
-    units : DataFrame indexed by item — ``uqs``, ``uas`` (dict answer -> score; every
-        option for closed tasks, the answers given on the unit for open ones), ``n_workers``
-    workers : DataFrame indexed by annotator — ``wqs``, ``wua``, ``wwa``, ``n_units``
-    annotations : DataFrame indexed by answer — ``aqs`` (closed tasks; empty when open)
-    n_iter, converged, max_delta : iterations run, whether the last change was < tol
-    dropped_rows, dropped_units : rows without an answer, units with one judgement left
+    units : DataFrame
+        Indexed by item — ``uqs``, ``uas`` (dict answer -> score; every option for closed
+        tasks, the answers given on the unit for open ones), ``n_workers``.
+    workers : DataFrame
+        Indexed by annotator — ``wqs``, ``wua``, ``wwa``, ``n_units``.
+    annotations : DataFrame
+        Indexed by answer — ``aqs`` (closed tasks; empty when open).
+    n_iter : int
+        Iterations run.
+    converged : bool
+        Whether the last change was below ``tol``.
+    max_delta : float
+        The last change.
+    dropped_rows : int
+        Rows without an answer.
+    dropped_units : list
+        Units left with one judgement.
     """
 
     units: pd.DataFrame
@@ -61,6 +74,7 @@ class CrowdTruthResult:
     dropped_units: list
 
     def to_dict(self) -> dict[str, Any]:
+        """Strict-JSON dict: WQS/WUA/WWA per worker, UQS per unit, AQS per answer (NaN -> None)."""
         def f(x: float) -> float | None:
             return float(x) if math.isfinite(x) else None
 

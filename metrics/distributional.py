@@ -119,7 +119,7 @@ def _as_distribution(expected, weights) -> ExpectedDistribution:
 
 
 def ks_score(observed: np.ndarray, expected: np.ndarray | ExpectedDistribution, weights: np.ndarray | None = None,
-             method: str = "exact") -> float:
+             method: str = "exact", observed_weights: np.ndarray | None = None) -> float:
     """KS of paper 000's Table 1: mean over observed d of ``1 − p(d)``.
 
     ``p(d)`` is the one-sided KS p-value of the one-point sample ``{d}`` against the
@@ -137,6 +137,9 @@ def ks_score(observed: np.ndarray, expected: np.ndarray | ExpectedDistribution, 
         ``scipy.stats.ks_2samp(method="auto")`` as paper 000's code called it: above
         10,000 expected distances scipy switches to its asymptotic p-value, which is what
         Table 1 shows for the larger datasets.
+    observed_weights : array, shape (n_observed,), optional
+        Frequency weights (pair counts) of the observed distances: the mean is then over
+        the expanded sample.
 
     Returns
     -------
@@ -144,7 +147,7 @@ def ks_score(observed: np.ndarray, expected: np.ndarray | ExpectedDistribution, 
     """
     if method not in ("exact", "scipy"):
         raise ValueError(f"ks method must be 'exact' or 'scipy', got {method!r}")
-    d = np.sort(np.asarray(observed, dtype=np.float64).ravel())
+    d, ow = _observed(observed, observed_weights)
     if d.size == 0:
         raise ValueError("KS needs at least one observed distance")
     dist = _as_distribution(expected, weights)
@@ -155,11 +158,11 @@ def ks_score(observed: np.ndarray, expected: np.ndarray | ExpectedDistribution, 
     else:
         z = math.sqrt(n / (n + 1.0)) * above / n
         one_minus_p = 1.0 - np.exp(-2.0 * z * z - 2.0 * z * (n + 2.0) / (3.0 * math.sqrt(n * (n + 1.0))))
-    return float(np.mean(one_minus_p))
+    return float(np.mean(one_minus_p)) if ow is None else float(np.dot(ow, one_minus_p) / ow.sum())
 
 
 def ks_statistic(observed: np.ndarray, expected: np.ndarray | ExpectedDistribution,
-                 weights: np.ndarray | None = None) -> float:
+                 weights: np.ndarray | None = None, observed_weights: np.ndarray | None = None) -> float:
     """One-sided two-sample statistic ``D+ = max_x (F_Do(x) − F_De(x))``.
 
     The classic statistic of ``scipy.stats.ks_2samp(Do, De, alternative="greater")``.
@@ -170,14 +173,31 @@ def ks_statistic(observed: np.ndarray, expected: np.ndarray | ExpectedDistributi
     observed : array, shape (n_observed,)
     expected : array, shape (n_expected,), or an ExpectedDistribution
     weights : array, shape (n_expected,), optional
+    observed_weights : array, shape (n_observed,), optional — frequency weights of ``observed``
     """
-    d = np.sort(np.asarray(observed, dtype=np.float64).ravel())
+    d, ow = _observed(observed, observed_weights)
     if d.size == 0:
         raise ValueError("KS statistic needs observed distances")
     dist = _as_distribution(expected, weights)
-    f_do = np.searchsorted(d, d, side="right") / d.size
+    if ow is None:
+        f_do = np.searchsorted(d, d, side="right") / d.size
+    else:
+        cum = np.concatenate(([0.0], np.cumsum(ow)))
+        f_do = cum[np.searchsorted(d, d, side="right")] / cum[-1]
     f_de = (dist.total - dist.weight_above(d)) / dist.total
     return float(max(0.0, np.max(f_do - f_de)))
+
+
+def _observed(observed: np.ndarray, weights: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
+    """Observed distances sorted, with their frequency weights (None: one each); shape (n,) each."""
+    d = np.asarray(observed, dtype=np.float64).ravel()
+    if weights is None:
+        return np.sort(d), None
+    w = np.asarray(weights, dtype=np.float64).ravel()
+    if w.shape != d.shape:
+        raise ValueError(f"observed weights shape {w.shape} does not match observed distances {d.shape}")
+    order = np.argsort(d, kind="stable")
+    return d[order], w[order]
 
 
 def kde_bandwidth(expected: np.ndarray, weights: np.ndarray | None = None) -> float:
@@ -331,9 +351,15 @@ def sigma_threshold(expected: np.ndarray | ExpectedDistribution, p: float = 0.05
     return _first_reaching(f, p, lo, hi)
 
 
-def sigma_score(observed: np.ndarray, threshold: float) -> float:
-    """σ: the share of observed distances below ``d*`` (significantly better than chance)."""
+def sigma_score(observed: np.ndarray, threshold: float, observed_weights: np.ndarray | None = None) -> float:
+    """σ: the share of observed distances below ``d*`` (significantly better than chance).
+
+    ``observed_weights`` (shape (n_observed,)): frequency weights (pair counts) of ``observed``.
+    """
     d = np.asarray(observed, dtype=np.float64).ravel()
     if d.size == 0:
         raise ValueError("sigma needs at least one observed distance")
-    return float(np.mean(d < threshold))
+    if observed_weights is None:
+        return float(np.mean(d < threshold))
+    w = np.asarray(observed_weights, dtype=np.float64).ravel()
+    return float(np.dot(w, d < threshold) / w.sum())

@@ -14,13 +14,15 @@ import numpy as np
 import pandas as pd
 
 from .bootstrap_measures import bootstrap_intervals
+from .cells import ObservedCells
 from .core import AlphaCore, alpha_core
 from .distances.base import Distance
 from .diagnostics import Diagnostic, expected_modes
 from .distances.registry import DistanceLike, get_distance
 from .distributional import ExpectedDistribution, ks_score, ks_statistic, sigma_score, sigma_threshold
 from .expected import Expected
-from .groups import per_annotator_table, per_item_table
+from .groups import per_annotator_sides_table, per_annotator_table, per_item_table
+from .result import Result
 from .table import CodedTable, code_table
 
 __all__ = ["agreement", "score", "Scored", "AgreementResult", "FORMS", "KS_METHODS", "alpha_core", "AlphaCore"]
@@ -34,15 +36,45 @@ FORMS: tuple[str, ...] = get_args(Form)
 KS_METHODS: tuple[str, ...] = get_args(KsMethod)
 
 
-@dataclass
-class AgreementResult:
+@dataclass(frozen=True)
+class AgreementResult(Result):
     """Agreement of one table under one distance.
 
-    ``observed``/``expected`` are the distance arrays of docs/formulas.md §1 (shapes
-    ``(n_pairs,)`` and ``(k,)``; ``expected_weights`` are pair counts when the expected
-    distribution was tabulated exactly from value counts, else None). ``d_o``/``d_e`` are
-    the mean distances α is formed from, in the chosen ``form``.
+    Attributes
+    ----------
+    alpha : float
+        Krippendorff's α, the point estimate (also ``estimate``).
+    ks, ks_statistic, sigma : float
+        KS score, the plain KS statistic and σ (docs/formulas.md §2–3).
+    threshold : float
+        d*, the distance below which a pair counts as agreeing at level ``p``.
+    n_items, n_pairs, n_expected_pairs : int
+        Items with pairs, observed pairs, chance pairs behind ``expected``.
+    observed : ndarray, shape (n_pairs,)
+        Observed (within-item) distances (docs/formulas.md §1).
+    expected : ndarray, shape (k,)
+        Chance (between-item) distances.
+    expected_weights : ndarray, shape (k,), or None
+        Pair counts when the expected distribution was tabulated exactly from value
+        counts, else None.
+    per_item, per_annotator : DataFrame
+        σ, α, mean distance, pairs per item / per annotator; per-annotator intervals in
+        ``<name>_ci_low`` / ``<name>_ci_high`` columns.
+    ci : dict[str, tuple[float, float]]
+        Item-bootstrap ``(low, high)`` of ``alpha``, ``ks`` and ``sigma``; empty without bootstrap.
+    d_o, d_e : float
+        The mean distances α is formed from, in the chosen ``form``.
+    distance, form, ks_method : str
+    p : float
+    seed, bootstrap : int
+    expected_exact : bool
+    n_values, n_annotators, n_unpairable : int
+    diagnostics : list of Diagnostic
+    pairs : DataFrame, shape (n_pairs, 4)
+        Property: ``item, annotator_a, annotator_b, distance``.
     """
+
+    ESTIMATE = "alpha"
 
     alpha: float
     ks: float
@@ -71,19 +103,22 @@ class AgreementResult:
     n_annotators: int
     n_unpairable: int
     diagnostics: list[Diagnostic] = field(default_factory=list)
-    _pair_codes: tuple[np.ndarray, np.ndarray, np.ndarray] | None = field(default=None, repr=False)
+    # the observed pairs (ObservedCells): listed pair by pair only when ``pairs`` is read
+    _pair_codes: Any = field(default=None, repr=False)
     _labels: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
 
     @property
     def pairs(self) -> pd.DataFrame:
         """Observed pairs: ``item, annotator_a, annotator_b, distance``, shape (n_pairs, 4)."""
-        item, a, b = self._pair_codes
+        i, j = self._pair_codes.pairs()
+        ct = self._pair_codes.ct
         items, anns = self._labels
-        return pd.DataFrame({"item": items[item], "annotator_a": anns[a], "annotator_b": anns[b],
-                             "distance": self.observed})
+        return pd.DataFrame({"item": items[ct.item[i]], "annotator_a": anns[ct.annotator[i]],
+                             "annotator_b": anns[ct.annotator[j]], "distance": self.observed})
 
     def to_dict(self, *, items: bool = False, annotators: bool = True) -> dict[str, Any]:
-        """JSON-serialisable summary (NaN/inf become None)."""
+        """Strict-JSON summary (NaN/inf become None; intervals as ``[low, high]`` lists),
+        with the per-annotator rows and, when ``items``, the per-item rows."""
         out: dict[str, Any] = {
             "distance": self.distance, "form": self.form,
             "alpha": _num(self.alpha), "ks": _num(self.ks), "ks_statistic": _num(self.ks_statistic),
@@ -180,11 +215,15 @@ def score(table: pd.DataFrame | CodedTable, distance: DistanceLike, *, p: float 
     ct = table if isinstance(table, CodedTable) else code_table(table, duplicates)
     rng = np.random.default_rng(seed)
     core = alpha_core(ct, dist, form, expected_pairs, rng)
-    chance = ExpectedDistribution(core.expected.distances, core.expected.weights)
+    chance = ExpectedDistribution(*core.expected.distribution())
     threshold = sigma_threshold(chance, p)
+    # KS and σ depend on the multiset of observed distances only: pooled cells weigh their pairs
+    cells = core.cells
+    ow = cells.weight if cells.pooled else None
     return Scored(ct=ct, dist=dist, core=core, chance=chance, threshold=threshold,
-                  ks=ks_score(core.observed, chance, method=ks_method),
-                  ks_statistic=ks_statistic(core.observed, chance), sigma=sigma_score(core.observed, threshold),
+                  ks=ks_score(cells.d, chance, method=ks_method, observed_weights=ow),
+                  ks_statistic=ks_statistic(cells.d, chance, observed_weights=ow),
+                  sigma=sigma_score(cells.d, threshold, observed_weights=ow),
                   p=p, form=form, seed=seed, ks_method=ks_method, rng=rng)
 
 
@@ -270,18 +309,25 @@ def agreement(
     ct, dist, core, rng = sc.ct, sc.dist, sc.core, sc.rng
     if isinstance(distance, Scored):  # a copy: the Scored stays reusable, with the same draws
         rng = copy.deepcopy(sc.rng)
-    do, oi, oj, ex, d_e, alpha = core.observed, core.i, core.j, core.expected, core.d_e, core.alpha
+    cells, ex, d_e, alpha = core.cells, core.expected, core.d_e, core.alpha
     threshold, ks, sigma = sc.threshold, sc.ks, sc.sigma
-    pair_item = ct.item[oi]
-    per_item = per_item_table(ct, pair_item, do, threshold, d_e, flag_below)
-    per_ann = per_annotator_table(ct, pair_item, ct.annotator[oi], ct.annotator[oj], do, threshold, d_e)
+    if cells.pooled:
+        # many annotators per item: sums over (item, value pair) cells and linear per-annotator
+        # sides, never over the pairs themselves
+        per_item = per_item_table(ct, cells.item, cells.d, threshold, d_e, flag_below, weights=cells.weight)
+        side_ann, _, side_d, side_w = cells.sides()
+        per_ann = per_annotator_sides_table(ct, side_ann, side_d, side_w, threshold, d_e)
+    else:
+        oi, oj = cells.pairs()
+        per_item = per_item_table(ct, cells.item, cells.d, threshold, d_e, flag_below)
+        per_ann = per_annotator_table(ct, cells.item, ct.annotator[oi], ct.annotator[oj], cells.d, threshold, d_e)
     ci: dict[str, tuple[float, float]] = {}
     if bootstrap:
-        ci = bootstrap_intervals(ct, dist, core.prepared, do, oi, oj, ex, form=sc.form, p=sc.p, bootstrap=bootstrap,
-                                 rng=rng, ks_method=sc.ks_method, confidence=confidence,
+        ci = bootstrap_intervals(ct, dist, core.prepared, None, None, None, ex, form=sc.form, p=sc.p,
+                                 bootstrap=bootstrap, rng=rng, ks_method=sc.ks_method, confidence=confidence,
                                  bandwidth=sc.chance.bandwidth(), threshold=threshold,
                                  d_e=d_e, per_annotator=per_ann,
-                                 estimates={"alpha": alpha, "ks": ks, "sigma": sigma})
+                                 estimates={"alpha": alpha, "ks": ks, "sigma": sigma}, cells=cells)
     interval_notes = _guard_intervals(ci, {"alpha": alpha, "ks": ks, "sigma": sigma}, per_ann) if ci else []
     return AgreementResult(
         alpha=alpha,
@@ -289,14 +335,14 @@ def agreement(
         ks_statistic=sc.ks_statistic,
         sigma=sigma,
         threshold=threshold,
-        n_items=ct.n_items, n_pairs=int(do.size), n_expected_pairs=ex.n_pairs,
-        observed=do, expected=ex.distances, expected_weights=ex.weights,
+        n_items=ct.n_items, n_pairs=int(cells.n_pairs), n_expected_pairs=ex.n_pairs,
+        observed=core.observed, expected=ex.distances, expected_weights=ex.weights,
         per_item=per_item, per_annotator=per_ann, ci=ci, d_o=core.d_o, d_e=d_e,
         distance=dist.name, form=sc.form, p=sc.p, seed=sc.seed, bootstrap=int(bootstrap), ks_method=sc.ks_method,
         expected_exact=ex.exact_distribution, n_values=ct.n_values,
         n_annotators=int(ct.annotator_labels.size), n_unpairable=ct.n_unpairable,
-        diagnostics=_diagnostics(do, ex, ct) + interval_notes,
-        _pair_codes=(pair_item, ct.annotator[oi], ct.annotator[oj]),
+        diagnostics=_diagnostics(cells, ex, ct) + interval_notes,
+        _pair_codes=cells,
         _labels=(ct.item_labels, ct.annotator_labels),
     )
 
@@ -360,17 +406,19 @@ def _interval_detail(problem: str, lo: float, hi: float, x: float) -> dict[str, 
     return {}
 
 
-def _diagnostics(do: np.ndarray, ex: Expected, ct: CodedTable) -> list[Diagnostic]:
+def _diagnostics(cells: ObservedCells, ex: Expected, ct: CodedTable) -> list[Diagnostic]:
     """The pathologies of paper 000 §6.1 that make KS/σ hard to read, and facts about the data."""
     notes = []
-    e, w = ex.distances, ex.weights if ex.weights is not None else np.ones_like(ex.distances)
+    do, dw = cells.d, cells.weight
+    e, w = ex.distribution()
+    w = w if w is not None else np.ones_like(e)
     if not (ex.total_sum > 0 or ex.between_mean > 0 or (e.size and e.max() > 0)):
         # every distance is 0 (one answer throughout, or an optional control nobody used):
         # no pathology of the distributions, agreement is simply undefined
         notes.append(Diagnostic("no_variation"))
     elif e.size and w[e <= e.min()].sum() / w.sum() > 0.5:
         notes.append(Diagnostic("expected_low_end"))
-    if do.size and e.size and e.max() > 0 and do.max() > 0 and np.mean(do >= e.max()) > 0.5:
+    if do.size and e.size and e.max() > 0 and do.max() > 0 and dw[do >= e.max()].sum() / dw.sum() > 0.5:
         notes.append(Diagnostic("observed_high_end"))
     if e.size and e.max() > 0:
         counts, _ = np.histogram(e, bins=np.linspace(0.0, max(float(e.max()), float(do.max()) if do.size else 0.0),

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .cells import ObservedCells
 from .distances.base import Distance, check_distances, compute_distinct
 from .distances.scalars import ScalarDistance
 from .table import CodedTable, all_between_pairs, between_pair_count, sample_between_pairs
@@ -40,6 +41,9 @@ class Expected:
     exact_mean : bool — total_sum/between_mean exact (not estimated from a sample)
     exact_distribution : bool — distances/weights are the full distribution
     n_pairs : int — pairs behind ``distances`` (sum of weights, or sample size)
+    pooled : tuple of ndarray, shape (u,) each — the distribution as distinct distances
+        and their pair counts (what KS and σ read; a crowd project's large sample of
+        chance pairs holds few distinct distances)
     """
 
     distances: np.ndarray
@@ -52,6 +56,11 @@ class Expected:
     exact_mean: bool
     exact_distribution: bool
     n_pairs: int
+    pooled: tuple[np.ndarray, np.ndarray] | None = None
+
+    def distribution(self) -> tuple[np.ndarray, np.ndarray | None]:
+        """``(distances, weights)`` of the chance distribution, pooled when that is smaller."""
+        return self.pooled if self.pooled is not None else (self.distances, self.weights)
 
 
 def _target_size(n_observed: int, expected_pairs: int | str | None) -> int | None:
@@ -66,7 +75,7 @@ def _target_size(n_observed: int, expected_pairs: int | str | None) -> int | Non
 
 def _sampled(ct: CodedTable, dist: Distance, prepared: object, expected_pairs: int | str | None,
              n_observed: int, rng: np.random.Generator, keys: np.ndarray | None = None
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool, tuple[np.ndarray, np.ndarray] | None]:
     n_between = between_pair_count(ct)
     if n_between == 0:
         raise ValueError("every value is on the same item: no between-item pairs for the chance baseline")
@@ -81,35 +90,59 @@ def _sampled(ct: CodedTable, dist: Distance, prepared: object, expected_pairs: i
         i, j = sample_between_pairs(ct, target, rng)
         exact = False
     d = check_distances(compute_distinct(dist, prepared, keys, i, j), dist.name)
-    return d, i, j, exact
+    return d, i, j, exact, _pool(d, keys, i, j)
 
 
-def expected_distances(ct: CodedTable, dist: Distance, prepared: object, observed: np.ndarray,
-                       obs_i: np.ndarray, obs_j: np.ndarray, *, expected_pairs: int | str | None,
-                       rng: np.random.Generator, keys: np.ndarray | None = None) -> Expected:
+def _pool(d: np.ndarray, keys: np.ndarray | None, i: np.ndarray, j: np.ndarray
+          ) -> tuple[np.ndarray, np.ndarray] | None:
+    """Distinct distances of pairs ``(i, j)`` and their counts, when few value pairs make them
+    (found by a table over key pairs: O(pairs), no sort of the pairs); else None.
+
+    Returns
+    -------
+    values, counts : ndarray of float64, shape (u,) each
+    """
+    if keys is None or i.size < 1024:
+        return None
+    n_keys = int(keys.max()) + 1
+    if n_keys * n_keys > 4 * i.size:
+        return None
+    code = keys[i] * n_keys + keys[j]
+    count = np.bincount(code, minlength=n_keys * n_keys)
+    present = np.flatnonzero(count)
+    if present.size > i.size // 4:
+        return None
+    slot = np.zeros(n_keys * n_keys, dtype=np.int64)
+    slot[code] = np.arange(i.size)                              # any pair holding each key pair
+    values, where = np.unique(d[slot[present]], return_inverse=True)
+    return values, np.bincount(where.ravel(), weights=count[present].astype(np.float64), minlength=values.size)
+
+
+def expected_distances(ct: CodedTable, dist: Distance, prepared: object, cells: ObservedCells, *,
+                       expected_pairs: int | str | None, rng: np.random.Generator) -> Expected:
     """Between-item chance distances and the pair sums α needs.
 
     Parameters
     ----------
     ct : the coded table; ``prepared`` = ``dist.prepare(ct.values)``
-    observed : ndarray, shape (n_pairs,) — within-item distances of pairs ``(obs_i, obs_j)``
+    cells : the observed (within-item) pairs and their distances, pooled with counts
     expected_pairs : None (as many as observed, at least 10,000), an int, or "all"
     """
     n = ct.n_values
     n_all = n * (n - 1) // 2
-    n_between = n_all - observed.size
-    within_sum = float(observed.sum())
+    n_between = n_all - cells.n_pairs
+    within_sum = cells.total
     if isinstance(dist, ScalarDistance):
-        return _scalar_expected(ct, dist, np.asarray(prepared, dtype=np.float64), observed, obs_i, obs_j,
+        return _scalar_expected(ct, dist, np.asarray(prepared, dtype=np.float64), cells,
                                 n_between, within_sum, expected_pairs, rng)
-    d, i, j, exact = _sampled(ct, dist, prepared, expected_pairs, observed.size, rng, keys)
+    d, i, j, exact, pooled = _sampled(ct, dist, prepared, expected_pairs, cells.n_pairs, rng, cells.keys)
     between_mean = float(d.mean())
     return Expected(d, None, i, j, within_sum + between_mean * n_between, n_between, between_mean,
-                    exact, exact, int(d.size))
+                    exact, exact, int(d.size), pooled)
 
 
-def _scalar_expected(ct: CodedTable, dist: ScalarDistance, x: np.ndarray, observed: np.ndarray,
-                     obs_i: np.ndarray, obs_j: np.ndarray, n_between: int, within_sum: float,
+def _scalar_expected(ct: CodedTable, dist: ScalarDistance, x: np.ndarray, cells: ObservedCells,
+                     n_between: int, within_sum: float,
                      expected_pairs: int | str | None, rng: np.random.Generator) -> Expected:
     n = x.size
     if dist.level == "nominal":  # prepared values are already category codes 0..V-1
@@ -144,9 +177,9 @@ def _scalar_expected(ct: CodedTable, dist: ScalarDistance, x: np.ndarray, observ
         # exact between-item distribution: all pairs per value pair minus within-item ones
         pair_counts = np.outer(counts, counts)
         np.fill_diagonal(pair_counts, counts * (counts - 1) / 2.0)
-        a, b = code[obs_i], code[obs_j]
+        a, b = code[cells.a], code[cells.b]
         lo_, hi_ = np.minimum(a, b), np.maximum(a, b)
-        within = np.bincount(lo_ * v + hi_, minlength=v * v).reshape(v, v)
+        within = np.bincount(lo_ * v + hi_, weights=cells.weight, minlength=v * v).reshape(v, v)
         iu, ju = np.triu_indices(v)
         w = pair_counts[iu, ju] - within[iu, ju]
         keep = w > 0
@@ -159,11 +192,11 @@ def _scalar_expected(ct: CodedTable, dist: ScalarDistance, x: np.ndarray, observ
                         (float(total) - within_sum) / n_between, True, True, int(round(weights.sum())))
 
     # α stays exact; only KS/σ's distribution is sampled, so "all" is not worth V² pairs here
-    d, i, j, exact = _sampled(ct, dist, x, None if expected_pairs == "all" else expected_pairs,
-                              observed.size, rng)
+    d, i, j, exact, pooled = _sampled(ct, dist, x, None if expected_pairs == "all" else expected_pairs,
+                                      cells.n_pairs, rng)
     if total is None:
         between_mean = float(d.mean())
         total = within_sum + between_mean * n_between
         exact_mean = exact
     return Expected(d, None, i, j, float(total), n_between, (float(total) - within_sum) / n_between,
-                    exact_mean, exact, int(d.size))
+                    exact_mean, exact, int(d.size), pooled)

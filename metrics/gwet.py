@@ -31,6 +31,7 @@ import pandas as pd
 from scipy import stats
 
 from .icc import numeric_long_table
+from .result import Result
 from .table import Duplicates, factorize, long_table, show
 
 __all__ = ["CacResult", "WeightName", "gwet_ac1", "gwet_ac2", "scott_pi", "bennett_s", "weight_matrix",
@@ -49,16 +50,18 @@ def _py(x: Any) -> Any:
     return x.item() if isinstance(x, np.generic) else x
 
 
-@dataclass
-class CacResult:
+@dataclass(frozen=True)
+class CacResult(Result):
     """One chance-corrected agreement coefficient with Gwet's standard error.
 
     Attributes
     ----------
     name : str — "gwet_ac1", "gwet_ac2", "scott_pi" or "bennett_s"
-    coefficient, pa, pe : float — the coefficient, percent and chance agreement
+    coefficient, pa, pe : float — the coefficient (the point estimate, also ``estimate``),
+        percent and chance agreement
     se : float — standard error conditional on the raters (0 when every item term is equal)
-    ci_low, ci_high : float — t interval with n_items − 1 df, upper end capped at 1
+    ci : dict[str, tuple[float, float]] — ``{"coefficient": (low, high)}``: t interval with
+        n_items − 1 df, upper end capped at 1 (``ci_low``, ``ci_high``: read-only aliases)
     pval : float — two-sided t test of coefficient = 0
     confidence : float
     n_items : int — items with at least one rating (Gwet's n)
@@ -69,13 +72,14 @@ class CacResult:
     weight_matrix : ndarray, shape (q, q)
     """
 
+    ESTIMATE = "coefficient"
+
     name: str
     coefficient: float
     pa: float
     pe: float
     se: float
-    ci_low: float
-    ci_high: float
+    ci: dict[str, tuple[float, float]]
     pval: float
     confidence: float
     n_items: int
@@ -88,10 +92,20 @@ class CacResult:
     def __float__(self) -> float:
         return float(self.coefficient)
 
+    @property
+    def ci_low(self) -> float:
+        """Lower end of the interval of ``coefficient`` (``ci["coefficient"][0]``)."""
+        return self.ci["coefficient"][0]
+
+    @property
+    def ci_high(self) -> float:
+        """Upper end of the interval of ``coefficient`` (``ci["coefficient"][1]``)."""
+        return self.ci["coefficient"][1]
+
     def to_dict(self) -> dict[str, Any]:
         """Strict-JSON-safe dict: plain Python values, None for NaN/inf."""
         return {"name": self.name, "coefficient": _num(self.coefficient), "pa": _num(self.pa), "pe": _num(self.pe),
-                "se": _num(self.se), "ci_low": _num(self.ci_low), "ci_high": _num(self.ci_high),
+                "se": _num(self.se), "ci": {k: [_num(lo), _num(hi)] for k, (lo, hi) in self.ci.items()},
                 "pval": _num(self.pval), "confidence": float(self.confidence), "n_items": int(self.n_items),
                 "n_pairable": int(self.n_pairable), "n_annotators": int(self.n_annotators),
                 "categories": [_py(c) for c in self.categories], "weights": self.weights,
@@ -247,8 +261,8 @@ def _cac(table: pd.DataFrame, chance: Chance, name: str, weights: WeightName | n
             pval = 2.0 * stats.t.sf(abs(coef / se), n - 1)
         else:                                           # every item term equal: no sampling spread
             pval = 0.0 if coef != 0 else math.nan
-    return CacResult(name=name, coefficient=float(coef), pa=pa, pe=float(pe), se=se, ci_low=float(coef - t * se),
-                     ci_high=float(np.minimum(1.0, coef + t * se)), pval=float(pval), confidence=confidence, n_items=n,
+    return CacResult(name=name, coefficient=float(coef), pa=pa, pe=float(pe), se=se,
+                     ci={"coefficient": (float(coef - t * se), float(np.minimum(1.0, coef + t * se)))}, pval=float(pval), confidence=confidence, n_items=n,
                      n_pairable=n2, n_annotators=n_ann, categories=[_py(c) for c in cats], weights=w_name,
                      weight_matrix=w)
 

@@ -51,6 +51,7 @@ import scipy.sparse as sp
 from scipy import stats
 from scipy.sparse.csgraph import connected_components
 
+from .result import Result
 from .table import Duplicates, factorize, long_table, show
 
 __all__ = ["IccResult", "icc", "numeric_long_table"]
@@ -112,14 +113,16 @@ def numeric_long_table(table: pd.DataFrame, *, duplicates: Duplicates = "error",
                          "value": values[keep]})
 
 
-@dataclass
-class IccResult:
-    """The six intraclass correlations of one table.
+@dataclass(frozen=True)
+class IccResult(Result):
+    """The six intraclass correlations of one table (pingouin's layout). No single point
+    estimate (``estimate`` is undefined): pick a form, ``result["ICC2"]``.
 
     Attributes
     ----------
     table : DataFrame, shape (6, 9) — one row per form (ICC1, ICC2, ICC3, ICC1k, ICC2k,
         ICC3k) with columns type, description, icc, f, df1, df2, pval, ci_low, ci_high
+    ci : dict[str, tuple[float, float]] — ``(ci_low, ci_high)`` per form, from ``table``
     n_items : int — items with at least two ratings (the ones used)
     n_annotators : int — annotators rating those items
     n_missing : int — absent (item, annotator) cells among them, ``n_items·n_annotators − n_ratings``
@@ -145,6 +148,12 @@ class IccResult:
     def __getitem__(self, form: str) -> float:
         """The ICC of one form, e.g. ``result["ICC2"]``."""
         return float(self.table.set_index("type").at[form, "icc"])
+
+    @property
+    def ci(self) -> dict[str, tuple[float, float]]:
+        """``(low, high)`` of each form's ICC at level ``confidence``, keyed by form."""
+        return {str(t): (float(lo), float(hi)) for t, lo, hi in
+                zip(self.table["type"], self.table["ci_low"], self.table["ci_high"])}
 
     def to_dict(self) -> dict[str, Any]:
         """Strict-JSON-safe dict: plain Python numbers, None for NaN/inf."""

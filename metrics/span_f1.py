@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from .model import Span
+from .result import Result
 from .span_chance import coverage, coverage_sorted, observed_coverage
 from .tokens import char_spans_to_tokens
 from .table import long_table
@@ -53,8 +54,27 @@ def _nan_to_none(x: float) -> float | None:
 
 
 @dataclass(frozen=True)
-class SpanF1Result:
-    """Chance-corrected F1 of two annotators (paper 003)."""
+class SpanF1Result(Result):
+    """Chance-corrected F1 of two annotators (paper 003).
+
+    Attributes
+    ----------
+    observed : float
+        ``2 TP / (L1 + L2)``.
+    chance : float
+        ``2 E[TP] / (L1 + L2)``.
+    corrected : float
+        ``(observed − chance) / (1 − chance)``, the point estimate (also ``estimate``);
+        NaN where undefined.
+    tp, expected_tp : float
+        Observed and expected true-positive tokens.
+    l1, l2 : int
+        Tokens marked by each annotator.
+    model : str
+        Random annotation sub-model.
+    """
+
+    ESTIMATE = "corrected"
 
     observed: float
     chance: float
@@ -66,6 +86,7 @@ class SpanF1Result:
     model: str = "non-overlapping"
 
     def to_dict(self) -> dict[str, Any]:
+        """Strict-JSON dict (NaN -> None)."""
         return {"observed": _nan_to_none(self.observed), "chance": _nan_to_none(self.chance),
                 "corrected": _nan_to_none(self.corrected), "tp": float(self.tp),
                 "expected_tp": float(self.expected_tp), "l1": int(self.l1), "l2": int(self.l2),
@@ -157,9 +178,34 @@ def span_f1(spans_a: Sequence[Any], spans_b: Sequence[Any], n_tokens: int,
     return SpanF1Result(obs, chance, corr, tp, etp, l1, l2, model)
 
 
-@dataclass
-class SpanF1TableResult:
-    """Micro-averaged chance-corrected span F1 of a long table (paper 003 §4, CoNLL)."""
+@dataclass(frozen=True)
+class SpanF1TableResult(Result):
+    """Micro-averaged chance-corrected span F1 of a long table (paper 003 §4, CoNLL).
+
+    Attributes
+    ----------
+    observed, chance : float
+        Micro-averaged observed and chance F1.
+    corrected : float
+        Chance-corrected F1, the point estimate (also ``estimate``); NaN where undefined.
+    tp, expected_tp, l_sum : float
+        ``TP``, ``E[TP]`` and ``L1 + L2`` summed over pairs, items and labels.
+    model : str
+        Random annotation sub-model.
+    pairs : DataFrame
+        One row per pair of annotators: ``annotator_a, annotator_b, tp, expected_tp,
+        l_sum, n_items, observed, chance, corrected`` (empty past ``max_pairs``).
+    per_annotator : DataFrame
+        Indexed by annotator; the same columns over the pairs it is in.
+    per_item : DataFrame
+        Indexed by item; plus ``difficulty = 1 − chance``.
+    per_label : DataFrame
+        Indexed by label.
+    records : DataFrame
+        ``item, label, annotator_a, annotator_b, tp, expected_tp, l_sum`` (empty past ``max_pairs``).
+    """
+
+    ESTIMATE = "corrected"
 
     observed: float
     chance: float
@@ -175,6 +221,7 @@ class SpanF1TableResult:
     records: pd.DataFrame        # item, label, annotator_a, annotator_b, tp, expected_tp, l_sum
 
     def to_dict(self) -> dict[str, Any]:
+        """Strict-JSON dict: totals, and ``annotators``/``tasks``/``labels`` rows (NaN -> None)."""
         def rows(df: pd.DataFrame, extra: Sequence[str] = ()) -> dict[str, dict[str, Any]]:
             cols = ["observed", "chance", "corrected", *extra]
             return {str(k): {c: _nan_to_none(float(r[c])) for c in cols} for k, r in df.iterrows()}

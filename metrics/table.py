@@ -254,6 +254,8 @@ def observed_pairs(ct: CodedTable) -> tuple[np.ndarray, np.ndarray]:
         out_j.append((starts[:, None] + b[None, :]).ravel())
     i = np.concatenate(out_i)
     j = np.concatenate(out_j)
+    if np.all(i[1:] >= i[:-1]):  # one item size: already by item, and a sort of millions of pairs costs
+        return i, j
     order = np.argsort(i, kind="stable")
     return i[order], j[order]
 

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import random
+import re
 import threading
 import time
 from collections import Counter
@@ -131,6 +133,10 @@ class Connection:
         self.retry = retry or RetryPolicy()
         self.calls: Counter[str] = Counter()
         self._lock = threading.Lock()
+        # Learned from this server during the connection's life (pushback.py): the
+        # Data Manager actions per project and the measured PATCH concurrency.
+        self._dm_actions: dict[int, frozenset[str]] = {}
+        self.patch_workers: int | None = None
         limits = httpx.Limits(max_connections=pool, max_keepalive_connections=pool)
         http = httpx.Client(timeout=timeout, follow_redirects=True, limits=limits)
         self._http = http  # ours to close; the SDK only borrows it
@@ -271,6 +277,93 @@ class Connection:
         self.call(f"writing task {task_id}", "PATCH", self.sdk.tasks.update,
                   str(task_id), not_found=f"task {task_id} was deleted during the sync",
                   **kwargs)
+
+    def dm_actions(self, project_id: int) -> frozenset[str]:
+        """Ids of the Data Manager actions this token may run on the project.
+
+        ``GET /api/dm/actions?project=ID`` (SDK ``actions.list``). Experimental actions such
+        as ``add_data_field`` are listed only when the server runs with the feature flag
+        ``ff_back_experimental_features`` (or ``EXPERIMENTAL_FEATURES``) on, and only to
+        users allowed to change the project.
+        """
+        items = self.call(f"listing Data Manager actions of project {project_id}", "GET",
+                          self.sdk.actions.list, project=int(project_id),
+                          not_found=f"project {project_id} does not exist on {self.url} "
+                          "(or this token cannot see it)")
+        return frozenset(str(as_plain_dict(a).get("id")) for a in items or [])
+
+    def has_dm_action(self, project_id: int, action: str) -> bool:
+        """Whether the project lists ``action`` (asked once per connection and project)."""
+        pid = int(project_id)
+        if pid not in self._dm_actions:
+            self._dm_actions[pid] = self.dm_actions(pid)
+        return action in self._dm_actions[pid]
+
+    def forget_dm_actions(self, project_id: int) -> None:
+        """Treat the project as offering no actions (one was refused)."""
+        self._dm_actions[int(project_id)] = frozenset()
+
+    def set_data_field(self, project_id: int, task_ids: Sequence[int], key: str,
+                       value: Any) -> int | None:
+        """Set ``task.data[key] = value`` on many tasks in one request.
+
+        The Data Manager action ``add_data_field`` (``POST /api/dm/actions?id=
+        add_data_field&project=ID``, SDK ``actions.create`` with the action's own fields
+        as extra body parameters). Other data keys are left alone. The value keeps its
+        JSON type, so the tasks end exactly as a ``PATCH`` writing ``value`` would leave
+        them: a float goes as ``value_type`` "Number" (the server applies ``float()``); an
+        int or null as the "Expression" ``choices([v])`` (a one-element population: every
+        task draws ``v``, parsed as JSON — "Number" would turn ``3`` into ``3.0``); a
+        string as "String".
+
+        Parameters
+        ----------
+        project_id : int
+            The project; ids outside it are skipped by the server.
+        task_ids : Sequence[int]
+            The tasks.
+        key : str
+            The data key.
+        value : int, float, str or None
+            The value (floats must be finite).
+
+        Returns
+        -------
+        int or None
+            How many tasks the server says it updated (fewer than asked: some ids are
+            gone), None when its answer does not say.
+
+        Raises
+        ------
+        BadInput
+            A value the action cannot set exactly.
+        RequestRejected, NotFound
+            The server refused the action (not enabled, not allowed).
+        """
+        if isinstance(value, float) and math.isfinite(value):
+            vtype, sent = "Number", value
+        elif value is None or (isinstance(value, int) and not isinstance(value, bool)):
+            vtype, sent = "Expression", f"choices([{json.dumps(value)}])"
+        elif isinstance(value, str):
+            vtype, sent = "String", value
+        else:
+            raise BadInput(f"cannot bulk-write {type(value).__name__} {value!r} to {key!r}")
+        ids = [int(i) for i in task_ids]
+        opts = {"additional_body_parameters": {"value_name": key, "value_type": vtype,
+                                               "value": sent}}
+        raw = self.call(f"setting {key!r} on {len(ids)} tasks of project {project_id}",
+                        "POST", self.sdk.actions.with_raw_response.create,
+                        id="add_data_field", project=int(project_id),
+                        selected_items={"all": False, "included": ids},
+                        request_options=opts,
+                        not_found=f"project {project_id} or its action add_data_field "
+                        f"does not exist on {self.url}")
+        try:
+            detail = raw.response.json().get("detail", "")
+        except (ValueError, AttributeError):
+            return None
+        m = re.search(r"Updated (\d+) tasks", str(detail))
+        return int(m.group(1)) if m else None
 
     def list_views(self, project_id: int) -> list[dict[str, Any]]:
         views = self.call(f"listing views of project {project_id}", "GET",

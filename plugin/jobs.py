@@ -48,6 +48,21 @@ CREATE TABLE IF NOT EXISTS jobs (
 );
 CREATE INDEX IF NOT EXISTS jobs_status ON jobs (status, not_before);
 CREATE INDEX IF NOT EXISTS jobs_project ON jobs (project_id, status);
+CREATE TABLE IF NOT EXISTS events (
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    project_id   INTEGER NOT NULL,
+    action       TEXT NOT NULL,          -- the webhook action, or RECONCILE (full read)
+    payload      TEXT,                   -- the webhook body (JSON), kept until applied
+    received_at  REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS events_project ON events (project_id, id);
+CREATE TABLE IF NOT EXISTS live_stats (
+    project_id   INTEGER PRIMARY KEY,
+    lost_events  INTEGER NOT NULL DEFAULT 0,   -- differences a reconcile found
+    republished  INTEGER NOT NULL DEFAULT 0,   -- tasks rewritten because a baseline moved
+    baselines    INTEGER NOT NULL DEFAULT 0,
+    updated_at   REAL
+);
 CREATE TABLE IF NOT EXISTS served_projects (
     project_id   INTEGER PRIMARY KEY,
     source       TEXT NOT NULL,          -- connect | cli | webhook
@@ -84,10 +99,21 @@ class Job:
         return dict(self.__dict__)
 
 
+@dataclass(frozen=True)
+class StoredEvent:
+    """A webhook event kept until the live runner applied it (``payload``: its JSON body)."""
+
+    id: int
+    action: str
+    payload: str | None
+    received_at: float
+
+
 class JobBackend(Protocol):
     """What the receiver and the worker need from a queue (SQLite here; RQ past one host)."""
 
-    def enqueue(self, project_id: int, reason: str) -> Job: ...
+    def enqueue(self, project_id: int, reason: str, *, action: str | None = None,
+                payload: bytes | str | None = None) -> Job: ...
 
     def claim(self) -> Job | None: ...
 
@@ -158,8 +184,13 @@ class JobQueue:
         return _row_to_job(row)
 
     # -- the job interface ----------------------------------------------------------------
-    def enqueue(self, project_id: int, reason: str, *, delay: float = 0.0) -> Job:
+    def enqueue(self, project_id: int, reason: str, *, delay: float = 0.0,
+                action: str | None = None, payload: bytes | str | None = None) -> Job:
         """Ask for a sync of ``project_id``; coalesced into the project's pending job.
+
+        With ``action`` (a webhook action, or ``"RECONCILE"`` for a full read) the event and
+        its ``payload`` are stored in the same transaction, so an acknowledged event is on
+        disk; the live runner applies a project's stored events in order (:meth:`events`).
 
         Returns
         -------
@@ -169,7 +200,12 @@ class JobQueue:
         """
         pid = int(project_id)
         now = time.time()
+        if isinstance(payload, bytes):
+            payload = payload.decode("utf-8", errors="replace")
         with self._tx():
+            if action is not None:
+                self.db.execute("INSERT INTO events (project_id, action, payload, received_at) "
+                                "VALUES (?, ?, ?, ?)", (pid, action, payload, now))
             row = self.db.execute(
                 "SELECT id FROM jobs WHERE project_id = ? AND status = ? ORDER BY id LIMIT 1",
                 (pid, PENDING)).fetchone()
@@ -253,6 +289,40 @@ class JobQueue:
             out = self._get(job.id)
         self.notify()
         return out
+
+    # -- stored events (the live path) -----------------------------------------------------
+    def events(self, project_id: int, limit: int = 100_000) -> list[StoredEvent]:
+        """The project's stored events not yet applied, oldest first."""
+        with self._lock:
+            rows = self.db.execute(
+                "SELECT id, action, payload, received_at FROM events WHERE project_id = ? "
+                "ORDER BY id LIMIT ?", (int(project_id), int(limit))).fetchall()
+        return [StoredEvent(int(r["id"]), str(r["action"]), r["payload"], float(r["received_at"]))
+                for r in rows]
+
+    def drop_events(self, project_id: int, upto: int) -> None:
+        """Forget the project's events up to id ``upto`` (applied and pushed)."""
+        with self._tx():
+            self.db.execute("DELETE FROM events WHERE project_id = ? AND id <= ?",
+                            (int(project_id), int(upto)))
+
+    def add_live_stats(self, project_id: int, *, lost: int = 0, republished: int = 0,
+                       baselines: int = 0) -> None:
+        with self._tx():
+            self.db.execute(
+                "INSERT INTO live_stats (project_id, lost_events, republished, baselines, updated_at) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT(project_id) DO UPDATE SET "
+                "lost_events = lost_events + excluded.lost_events, "
+                "republished = republished + excluded.republished, "
+                "baselines = baselines + excluded.baselines, updated_at = excluded.updated_at",
+                (int(project_id), lost, republished, baselines, time.time()))
+
+    def live_stats(self) -> dict[int, dict[str, Any]]:
+        """Per project: lost events found by reconciles, tasks republished, baselines made."""
+        with self._lock:
+            rows = self.db.execute("SELECT * FROM live_stats").fetchall()
+        return {int(r["project_id"]): {k: r[k] for k in ("lost_events", "republished", "baselines")}
+                for r in rows}
 
     def recover(self) -> list[Job]:
         """After a crash: put ``running`` jobs back to ``pending`` (or fail them when their

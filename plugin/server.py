@@ -47,7 +47,18 @@ _SERVER_LINE = re.compile(r"Starting development server at (https?://[^\s/]+)")
 # Settings are read from LABEL_STUDIO_X, HEARTEX_X and plain X: stray generic names
 # in the caller's environment would silently change the server.
 _STRIP_ENV = ("USERNAME", "PASSWORD", "HOST", "PORT", "DJANGO_SETTINGS_MODULE",
-              "DJANGO_DB", "DATABASE_URL", "VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME")
+              "DJANGO_DB", "DATABASE_URL", "VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME",
+              "EXPERIMENTAL_FEATURES")
+# Feature-flag overrides: `core.feature_flags.flag_set(name)` first reads the environment
+# through `get_bool_env(name)`, i.e. LABEL_STUDIO_<name>, HEARTEX_<name> or plain <name>
+# (case-sensitive, lower-case for flags), before LaunchDarkly/offline defaults. Flag names
+# start with these prefixes (`all_flags` collects the same ones); stray ones in the
+# caller's environment are dropped so only ours reach the server.
+_FLAG_PREFIXES = ("ff_", "fflag_", "fflag-", "feat_")
+# Lists the "experimental" Data Manager actions (GET /api/dm/actions), among them
+# `add_data_field`, which sets one task.data key on many tasks in one request: the bulk
+# push-back of plugin/pushback.py uses it when listed (data_manager/actions/__init__.py).
+EXPERIMENTAL_FLAG = "ff_back_experimental_features"
 
 
 # kept under its historical name for the callers of this module
@@ -111,17 +122,23 @@ class LocalLabelStudio:
         Cache root (default :func:`default_cache_dir`).
     version : str
         Label Studio version to install (pinned; the template is keyed by it).
+    experimental : bool
+        Start with the feature flag ``ff_back_experimental_features`` on (default), so the
+        Data Manager lists its experimental actions and the sync writes agreement keys in
+        bulk; ``False`` gives a server without them (tests of the per-task fallback).
     """
 
     def __init__(self, data_dir: Path, port: int = 8089, *, email: str = DEFAULT_EMAIL,
                  password: str = DEFAULT_PASSWORD, token: str = DEFAULT_TOKEN,
-                 cache_dir: Path | None = None, version: str = LS_VERSION) -> None:
+                 cache_dir: Path | None = None, version: str = LS_VERSION,
+                 experimental: bool = True) -> None:
         if not 6 <= len(token) <= 40:
             raise ValueError(f"Label Studio legacy tokens have 6..40 characters, got {len(token)}")
         self.data_dir = Path(data_dir).resolve()
         self.port = int(port)
         self.email, self.password, self.token = email, password, token
         self.version = version
+        self.experimental = bool(experimental)
         self.cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
         self.url = ""
         self._proc: subprocess.Popen[bytes] | None = None
@@ -231,7 +248,8 @@ class LocalLabelStudio:
     def environment(self) -> dict[str, str]:
         """Environment of the server process (see docs/label-studio.md §10)."""
         env = {k: v for k, v in os.environ.items()
-               if k not in _STRIP_ENV and not k.startswith(("LABEL_STUDIO_", "HEARTEX_"))}
+               if k not in _STRIP_ENV
+               and not k.startswith(("LABEL_STUDIO_", "HEARTEX_") + _FLAG_PREFIXES)}
         env.update({
             "LABEL_STUDIO_BASE_DATA_DIR": str(self.data_dir),
             "LABEL_STUDIO_USERNAME": self.email,
@@ -243,6 +261,7 @@ class LocalLabelStudio:
             "SENTRY_DSN": "", "FRONTEND_SENTRY_DSN": "",
             "COLLECT_ANALYTICS": "false",
             "APP_WEBSERVER": "uwsgi",
+            EXPERIMENTAL_FLAG: "true" if self.experimental else "false",
             # Stable per data dir: JWTs (personal access tokens) are signed with it, and
             # Label Studio would otherwise draw a new one at every start.
             "SECRET_KEY": self._secret_key(),

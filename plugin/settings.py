@@ -5,7 +5,9 @@ A TOML file with two tables; the same keys mean the same everywhere:
 
 ```toml
 [report]                 # → ReportSettings: what is computed
-flag_below = 0.5
+flag_level = 0.01        # false-flag rate of an ordinary task (all controls together)
+flag_posterior = 0.5     # flag an unreliable annotator's departure from this probability
+flag_below = 0           # legacy: also flag a task whose σ on a control is below this (0 = off)
 p = 0.05
 form = "canonical"       # or "pairwise" (paper 000)
 bootstrap = 1000
@@ -18,8 +20,13 @@ crowd = ["3", "4"]       # annotator pools for κx; they must not overlap
 experts = ["5"]
 
 [sync]                   # → SyncOptions: how the sync talks to the server
-workers = 8              # concurrent PATCHes
+workers = 8              # most concurrent PATCHes; the sync times 1, 2, 4, ... up to it
+                         # on its first PATCHes and keeps the fastest
 chunk = 100              # tasks re-read together right before their writes
+meta = true              # per-control detail in task.meta["agreement"] (false: data keys
+                         # only; with the bulk action a first sync is then a few requests)
+bulk = true              # write data keys with the Data Manager action add_data_field
+                         # when the server lists it (ff_back_experimental_features=true)
 attempts = 4             # tries per request (bounded retries, exponential backoff)
 timeout = 60             # seconds per request
 views = true             # keep the Data Manager views current
@@ -46,10 +53,12 @@ __all__ = ["ReportSettings", "SyncOptions", "PluginSettings", "check_groups", "s
 
 @dataclass
 class ReportSettings:
-    """What a report computes: distances, σ's p, flag threshold, bootstrap, seed, pools."""
+    """What a report computes: distances, σ's p, flag rule, bootstrap, seed, pools."""
 
     distances: dict[str, str] = field(default_factory=dict)
-    flag_below: float = 0.5
+    flag_below: float = 0.0
+    flag_level: float = 0.01
+    flag_posterior: float = 0.5
     p: float = 0.05
     form: Literal["canonical", "pairwise"] = "canonical"
     bootstrap: int = 1000
@@ -125,11 +134,13 @@ def _check(key: str, v: Any) -> Any:
             out[str(g)] = [str(m) for m in members]
         check_groups(out)
         return out
-    if key in ("flag_below", "p"):
+    if key in ("flag_below", "p", "flag_level", "flag_posterior"):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
             raise bad("a number")
-        if key == "p" and not 0 < v < 1:
+        if key in ("p", "flag_level") and not 0 < v < 1:
             raise bad("in (0, 1)")
+        if key == "flag_posterior" and not 0 < v <= 1:
+            raise bad("in (0, 1]")
         return float(v)
     if key in ("bootstrap", "seed"):
         if isinstance(v, bool) or not isinstance(v, int) or v < 0:
@@ -168,7 +179,12 @@ def check_groups(groups: Mapping[str, Any]) -> None:
 
 @dataclass
 class SyncOptions:
-    """How the sync talks to the server (not what it computes)."""
+    """How the sync talks to the server (not what it computes).
+
+    ``workers`` caps the PATCH concurrency (the level used is measured on the server);
+    ``meta`` keeps the per-control detail in ``task.meta``; ``bulk`` allows the Data
+    Manager bulk action.
+    """
 
     workers: int = 8
     chunk: int = 100
@@ -176,6 +192,11 @@ class SyncOptions:
     backoff: float = 0.5
     timeout: float = 60.0
     views: bool = True
+    meta: bool = True
+    bulk: bool = True
+    # The live service (plugin/live) rescores events against a frozen project baseline and
+    # makes a new one after this many events (and at every reconcile), never per event.
+    rebaseline_events: int = 500
 
     @classmethod
     def from_mapping(cls, d: Mapping[str, Any]) -> "SyncOptions":

@@ -31,8 +31,9 @@ ProgressCallback = Callable[[int, int], None]
 class SyncResult:
     """What a sync did.
 
-    ``report`` is the ``build_report`` output; ``n_written`` tasks were PATCHed;
-    ``skipped`` tasks already carried the right values; ``calls`` counts requests by method.
+    ``report`` is the ``build_report`` output; ``n_written`` tasks were written (PATCH or
+    bulk); ``skipped`` tasks already carried the right values; ``calls`` counts requests by
+    method; ``push`` says how the push went (mode, PATCH concurrency, request counts).
     """
 
     project_id: int
@@ -51,9 +52,10 @@ class SyncResult:
     timings: dict[str, float] = field(default_factory=dict)
     calls: dict[str, int] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    push: PushOutcome | None = None
 
 
-def _plugin_settings(settings: Any) -> PluginSettings:
+def as_plugin_settings(settings: Any) -> PluginSettings:
     if settings is None:
         return PluginSettings()
     if isinstance(settings, PluginSettings):
@@ -98,7 +100,7 @@ class _Progress:
             self.bar.close()
 
 
-def _annotator_emails(report: Report, users: Mapping[int, str]) -> dict[int, str]:
+def annotator_emails(report: Report, users: Mapping[int, str]) -> dict[int, str]:
     """Human annotators (numeric ids) seen in the report → email."""
     ids: set[int] = set()
     names: dict[int, str] = {}
@@ -111,7 +113,7 @@ def _annotator_emails(report: Report, users: Mapping[int, str]) -> dict[int, str
     return {i: users.get(i) or names.get(i) or str(i) for i in ids}
 
 
-def _name_annotators(report: Report, names: Mapping[str, str]) -> None:
+def name_annotators(report: Report, names: Mapping[str, str]) -> None:
     """Exports carry user ids only: show each annotator's email in the report (in place)."""
     entries: list[Mapping[str, Any]] = [report.annotators]
     entries += [ctrl.annotators for ctrl in report.controls.values()]
@@ -121,7 +123,7 @@ def _name_annotators(report: Report, names: Mapping[str, str]) -> None:
                 entry.name = names[ann_id]
 
 
-def _project_summary(report: Report) -> dict[str, Any]:
+def project_summary(report: Report) -> dict[str, Any]:
     """Project-level numbers per control (no per-item / per-annotator detail)."""
     return {name: {k: v for k, v in to_jsonable(ctrl).items() if k not in ("items", "annotators")}
             for name, ctrl in report.controls.items()}
@@ -162,14 +164,14 @@ def sync_project(url: str, token: str, project_id: int, settings: Any = None,
     """
     t0 = time.perf_counter()
     timings: dict[str, float] = {}
-    ps = _plugin_settings(settings)
+    ps = as_plugin_settings(settings)
     opts: SyncOptions = ps.sync
     project_id = int(project_id)
     out = Path(out_dir) if out_dir is not None else default_out_dir(project_id)
     state_file = Path(state_path) if state_path is not None else out / "state.sqlite"
     conn = Connection(url, token, timeout=opts.timeout,
                       retry=RetryPolicy(attempts=opts.attempts, base=opts.backoff),
-                      pool=max(4, opts.workers * 2))
+                      pool=max(16, opts.workers * 2))
     try:
         state = SyncState(state_file)
     except ValueError as exc:
@@ -184,14 +186,14 @@ def sync_project(url: str, token: str, project_id: int, settings: Any = None,
         timings["read"] = time.perf_counter() - t0
 
         t1 = time.perf_counter()
-        report = _build(project, tasks, ps.report, project_id)
+        report = checked_report(project, tasks, ps.report, project_id)
         timings["compute"] = time.perf_counter() - t1
 
         t2 = time.perf_counter()
         include_preds = bool(getattr(ps.report, "include_predictions", False))
         users = conn.users()
         names = {str(i): e for i, e in users.items() if e}
-        _name_annotators(report, names)
+        name_annotators(report, names)
         quality = annotator_quality(report)
         rows = state.task_rows(key)
         writes: list[Write] = []
@@ -199,9 +201,11 @@ def sync_project(url: str, token: str, project_id: int, settings: Any = None,
         for task in tasks:
             tid = int(task["id"])
             fp = fingerprint(task, include_preds)
-            want = desired_for(report, tid, fp, names, quality)
+            want = desired_for(report, tid, fp, names, quality, meta=opts.meta)
             if needs_write(want, current_of(task)):
-                writes.append(Write(tid, fp, want, dict(task.get("data") or {})))
+                meta = task.get("meta")
+                writes.append(Write(tid, fp, want, dict(task.get("data") or {}),
+                                    dict(meta) if isinstance(meta, Mapping) else {}))
             elif want is not None and rows.get(tid, ("", None))[0] != fp:
                 unchanged.append((tid, fp, {"data": want.data, "meta": want.meta}))
         state.record_tasks(key, unchanged, run_id)
@@ -209,18 +213,37 @@ def sync_project(url: str, token: str, project_id: int, settings: Any = None,
         state.forget_tasks(key, [t for t in rows if t not in known])
 
         bar = _Progress(len(writes), progress, on_progress)
-        try:
-            def record(w: Write) -> None:
-                if w.desired is None:
-                    state.forget_tasks(key, [w.task_id])
-                else:
-                    state.record_tasks(key, [(w.task_id, w.fingerprint,
-                                              {"data": w.desired.data,
-                                               "meta": w.desired.meta})], run_id)
+        # Written tasks are recorded in batches: a bulk write finishes thousands of tasks
+        # at once, and one SQLite commit per task would cost more than the writes. The
+        # batch is flushed at least every second and whatever happens (finally below).
+        done_rows: list[tuple[int, str, dict[str, Any]]] = []
+        gone_rows: list[int] = []
+        last_flush = [time.monotonic()]
 
+        def flush() -> None:
+            if done_rows:
+                state.record_tasks(key, done_rows, run_id)
+                done_rows.clear()
+            if gone_rows:
+                state.forget_tasks(key, gone_rows)
+                gone_rows.clear()
+            last_flush[0] = time.monotonic()
+
+        def record(w: Write) -> None:
+            if w.desired is None:
+                gone_rows.append(w.task_id)
+            else:
+                done_rows.append((w.task_id, w.fingerprint,
+                                  {"data": w.desired.data, "meta": w.desired.meta}))
+            if len(done_rows) + len(gone_rows) >= 500 or time.monotonic() - last_flush[0] > 1:
+                flush()
+
+        try:
             pushed: PushOutcome = push(conn, project_id, writes, workers=opts.workers,
-                                       chunk=opts.chunk, on_written=record, on_progress=bar)
+                                       chunk=opts.chunk, on_written=record, on_progress=bar,
+                                       bulk=opts.bulk)
         finally:
+            flush()
             bar.close()
         state.forget_tasks(key, pushed.vanished)
         timings["push"] = time.perf_counter() - t2
@@ -228,14 +251,14 @@ def sync_project(url: str, token: str, project_id: int, settings: Any = None,
         t3 = time.perf_counter()
         views = None
         if opts.views:
-            views = ensure_views(conn, project_id, _annotator_emails(report, users))
+            views = ensure_views(conn, project_id, annotator_emails(report, users))
         timings["views"] = time.perf_counter() - t3
 
         header = {"server": conn.url, "project": project_id,
                   "project_title": project.get("title"), "run_id": run_id,
                   "generated_at": int(time.time())}
         paths = write_reports(out, report, header)
-        state.save_project(key, {**header, "controls": _project_summary(report)})
+        state.save_project(key, {**header, "controls": project_summary(report)})
         timings["total"] = time.perf_counter() - t0
         state.finish_run(run_id, "ok", len(tasks), len(pushed.written))
         return SyncResult(
@@ -244,7 +267,7 @@ def sync_project(url: str, token: str, project_id: int, settings: Any = None,
             skipped=len(tasks) - len(writes), written=pushed.written,
             merged_fresh=pushed.merged_fresh, vanished=pushed.vanished, views=views,
             run_id=run_id, state_path=state_file, timings=timings, calls=dict(conn.calls),
-            warnings=list(report.warnings))
+            warnings=list(report.warnings), push=pushed)
     except BaseException as exc:
         if run_id is not None:
             state.finish_run(run_id, "failed", message=f"{type(exc).__name__}: {exc}"[:500])
@@ -254,7 +277,7 @@ def sync_project(url: str, token: str, project_id: int, settings: Any = None,
         conn.close()
 
 
-def _build(project: Mapping[str, Any], tasks: list[dict[str, Any]], report_settings: Any,
+def checked_report(project: Mapping[str, Any], tasks: list[dict[str, Any]], report_settings: Any,
            project_id: int) -> dict[str, Any]:
     """``build_report`` with its failures turned into bad-input errors naming the project."""
     from ls_agreement.plugin.report.build import build_report

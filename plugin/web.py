@@ -217,7 +217,9 @@ class Handler(BaseHTTPRequestHandler):
             return self._json(200 if alive else 503, {
                 "status": "UP" if alive else "DEGRADED", "worker_alive": alive,
                 "uptime": round(time.time() - app.started_at, 1),
-                "jobs": app.queue.counts(), "projects": sorted(set(app.projects()))})
+                "jobs": app.queue.counts(), "projects": sorted(set(app.projects())),
+                # per project: differences reconciles found (lost events), republished tasks
+                "live": {str(k): v for k, v in app.queue.live_stats().items()}})
         if path.rstrip("/") == "/jobs":
             q = parse_qs(url.query)
             try:

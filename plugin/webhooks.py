@@ -10,9 +10,10 @@ real payloads in ``data/label-studio/webhooks/``). So the receiver:
    the annotation/task(s)) → 400 with a message when it cannot;
 3. persists a coalesced job for the project *before* answering 200.
 
-Events are only hints — which task changed does not matter, the sync is incremental and
-finds out itself — so every action that can change agreement maps to "sync the project".
-Actions that cannot (or that Label Studio adds later) are acknowledged and ignored.
+Every action that can change agreement is stored with its payload and coalesced into the
+project's pending job; the live runner (``plugin/live``) applies the stored events to its
+mirror of the project and rescores only the touched tasks. Actions that cannot change
+agreement (or that Label Studio adds later) are acknowledged and ignored.
 """
 from __future__ import annotations
 
@@ -208,7 +209,9 @@ class Receiver:
             return 200, {"status": "ignored", "action": event.action,
                          "project": event.project_id, "why": "project not served here"}
         try:
-            job = self.queue.enqueue(event.project_id, event.describe())
+            # the body is stored with the job: the live runner updates its mirror from it
+            job = self.queue.enqueue(event.project_id, event.describe(), action=event.action,
+                                     payload=body)
         except Exception as exc:  # noqa: BLE001 - the sender must get an answer, not a trace
             return 503, {"status": "error", "error": f"could not persist the job: "
                                                      f"{type(exc).__name__}: {exc}"}

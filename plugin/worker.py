@@ -135,7 +135,7 @@ class Worker(threading.Thread):
         _log(self.log, f"job {job.id}: syncing project {job.project_id} "
                        f"({job.reason}; {job.events} event(s), attempt {job.attempts})")
         try:
-            res = self.runner(job.project_id)
+            res = self.runner(job) if getattr(self.runner, "takes_job", False) else self.runner(job.project_id)
         except Exception as exc:  # noqa: BLE001 - recorded on the job
             retry = not isinstance(exc, PERMANENT)
             msg = f"{type(exc).__name__}: {exc}"[:2000]
@@ -184,7 +184,7 @@ class Reconciler(threading.Thread):
         """Enqueue one sync per served project; returns their ids."""
         ids = sorted({int(p) for p in self.projects()})
         for pid in ids:
-            self.queue.enqueue(pid, reason)
+            self.queue.enqueue(pid, reason, action="RECONCILE")
         self.ticks += 1
         if ids:
             _log(self.log, f"{reason}: queued {len(ids)} project(s)")

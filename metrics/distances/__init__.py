@@ -5,7 +5,8 @@
 1.0
 """
 from .base import CallableDistance, Distance
-from .registry import available, candidates, get_distance, register
+from .registry import KINDS, available, candidates, canonical_kind, get_distance, register
 from . import scalars  # noqa: F401 - registers the four levels, always available
 
-__all__ = ["Distance", "CallableDistance", "register", "get_distance", "available", "candidates"]
+__all__ = ["Distance", "CallableDistance", "register", "get_distance", "available", "candidates",
+           "KINDS", "canonical_kind"]

@@ -43,7 +43,8 @@ class Distance:
     name : str
         Registry name (``"nominal"``, ``"boxes.iou"``, ...).
     kind : str
-        The value kind it compares (``"scalar"``, ``"boxes"``, ``"text"``, ...).
+        The value kind it compares, named like its registry prefix (``"scalars"``,
+        ``"sets"``, ``"boxes"``, ``"text"``, ...; see ``registry.KINDS``).
     level : str or None
         For the four Krippendorff levels, the level name; the engine then derives the
         expected distances exactly from value counts instead of sampling pairs.

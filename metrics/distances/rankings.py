@@ -102,7 +102,7 @@ class RankingDistance(Distance):
         Extra tied entries at rank ``|U|`` (paper 000's code: 50).
     """
 
-    kind = "ranking"
+    kind = "rankings"
 
     def __init__(self, variant: str = "kendall", top_k: int | None = None, pad: int = 0) -> None:
         if variant not in METHODS:
@@ -140,7 +140,7 @@ def kendall_top(k: int, pad: int = 0) -> RankingDistance:
     return RankingDistance("kendall", top_k=k, pad=pad)
 
 
-register("rankings.kendall", RankingDistance("kendall"), kind="ranking", candidate=True)
-register("rankings.spearman", RankingDistance("spearman"), kind="ranking", candidate=True)
-register("rankings.kendall_top5", kendall_top(5), kind="ranking", candidate=True)
-register("rankings.kendall_top10", kendall_top(10), kind="ranking")
+register("rankings.kendall", RankingDistance("kendall"), kind="rankings", candidate=True)
+register("rankings.spearman", RankingDistance("spearman"), kind="rankings", candidate=True)
+register("rankings.kendall_top5", kendall_top(5), kind="rankings", candidate=True)
+register("rankings.kendall_top10", kendall_top(10), kind="rankings")

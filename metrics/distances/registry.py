@@ -5,9 +5,28 @@ from typing import Any, Callable
 
 from .base import CallableDistance, Distance
 
-__all__ = ["register", "get_distance", "available", "candidates", "fitting", "DistanceLike"]
+__all__ = ["register", "get_distance", "available", "candidates", "fitting", "DistanceLike",
+           "KINDS", "SINGULAR_KINDS", "canonical_kind"]
 
 DistanceLike = str | Distance | Callable[[Any, Any], float]
+
+#: The value kinds of the built-in distances, each named like the registry prefix of its
+#: distances (``"sets"`` -> ``sets.jaccard``). Scalars use the bare level names
+#: (``nominal``, ``ordinal``, ``interval``, ``ratio``); Pairwise preferences the scalar ones.
+KINDS: tuple[str, ...] = ("scalars", "sets", "rankings", "vectors", "text", "spans", "boxes", "polygons",
+                          "keypoints", "pairwise")
+#: The singular kind names used before they matched the registry prefixes; still accepted
+#: wherever a kind is passed in, and read as the plural.
+SINGULAR_KINDS: dict[str, str] = {"scalar": "scalars", "set": "sets", "ranking": "rankings",
+                                  "vector": "vectors", "span": "spans", "box": "boxes",
+                                  "polygon": "polygons", "keypoint": "keypoints"}
+
+
+def canonical_kind(kind: str) -> str:
+    """The kind name in use for ``kind``: an old singular name (``"set"``) becomes its
+    plural (``"sets"``, see :data:`SINGULAR_KINDS`); any other name — a built-in kind, a
+    kind of the user's own, ``"any"`` — is returned unchanged."""
+    return SINGULAR_KINDS.get(kind, kind)
 
 _REGISTRY: dict[str, Distance] = {}
 # value kind -> candidate names for distance="auto", in report order
@@ -20,6 +39,9 @@ def register(name: str, distance: Distance | Callable[[Any, Any], float], *,
 
     A plain callable ``D(a, b) -> float`` is wrapped in :class:`CallableDistance`.
     ``candidate=True`` adds it to the candidates ``distance="auto"`` tries for ``kind``.
+    ``kind`` is one of :data:`KINDS` or a name of your own; an old singular name
+    (``"set"``, ``"scalar"``, ...) is read as its plural (:func:`canonical_kind`), also when
+    it comes from the distance's own ``kind`` attribute.
     """
     if name in _REGISTRY and not replace:
         raise ValueError(f"a distance named {name!r} is already registered (pass replace=True)")
@@ -29,7 +51,9 @@ def register(name: str, distance: Distance | Callable[[Any, Any], float], *,
         distance = CallableDistance(distance, name=name, kind=kind or "any")
     distance.name = name
     if kind is not None:
-        distance.kind = kind
+        distance.kind = canonical_kind(kind)
+    elif distance.kind != canonical_kind(distance.kind):
+        distance.kind = canonical_kind(distance.kind)
     _REGISTRY[name] = distance
     if candidate:
         lst = _CANDIDATES.setdefault(distance.kind, [])
@@ -62,14 +86,16 @@ def available() -> list[str]:
 
 
 def candidates(kind: str) -> list[str]:
-    """Names ``distance="auto"`` tries for a value kind."""
+    """Names ``distance="auto"`` tries for a value kind (an old singular name is read as
+    its plural, :func:`canonical_kind`)."""
     _load_builtin()
-    return list(_CANDIDATES.get(kind, []))
+    return list(_CANDIDATES.get(canonical_kind(kind), []))
 
 
 def fitting(kind: str) -> list[str]:
     """Registered names that compare values of ``kind`` (and kind-agnostic callables)."""
     _load_builtin()
+    kind = canonical_kind(kind)
     return sorted(n for n, d in _REGISTRY.items() if d.kind in (kind, "any"))
 
 

@@ -46,7 +46,7 @@ def ordinal_midranks(counts: np.ndarray) -> np.ndarray:
 
 
 class ScalarDistance(Distance):
-    kind = "scalar"
+    kind = "scalars"
 
     def __init__(self, level: str) -> None:
         self.level = level
@@ -82,4 +82,4 @@ class ScalarDistance(Distance):
 
 
 for _level in ("nominal", "ordinal", "interval", "ratio"):
-    register(_level, ScalarDistance(_level), kind="scalar", candidate=True)
+    register(_level, ScalarDistance(_level), kind="scalars", candidate=True)

@@ -34,7 +34,7 @@ class SetDistance(Distance):
     variant : {"jaccard", "masi"}
     """
 
-    kind = "set"
+    kind = "sets"
 
     def __init__(self, variant: str = "jaccard") -> None:
         if variant not in METHODS:
@@ -73,5 +73,5 @@ class SetDistance(Distance):
         return np.clip(1.0 - jac, 0.0, 1.0)
 
 
-register("sets.jaccard", SetDistance("jaccard"), kind="set", candidate=True)
-register("sets.masi", SetDistance("masi"), kind="set", candidate=True)
+register("sets.jaccard", SetDistance("jaccard"), kind="sets", candidate=True)
+register("sets.masi", SetDistance("masi"), kind="sets", candidate=True)

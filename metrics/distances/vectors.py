@@ -33,7 +33,7 @@ class VectorDistance(Distance):
     variant : {"binary", "rmse"}
     """
 
-    kind = "vector"
+    kind = "vectors"
 
     def __init__(self, variant: str = "rmse") -> None:
         if variant not in METHODS:
@@ -73,5 +73,5 @@ class VectorDistance(Distance):
         return out
 
 
-register("vectors.binary", VectorDistance("binary"), kind="vector", candidate=True)
-register("vectors.rmse", VectorDistance("rmse"), kind="vector", candidate=True)
+register("vectors.binary", VectorDistance("binary"), kind="vectors", candidate=True)
+register("vectors.rmse", VectorDistance("rmse"), kind="vectors", candidate=True)

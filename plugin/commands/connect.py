@@ -135,6 +135,8 @@ def run(args: argparse.Namespace) -> int:
             raise BadInput(str(exc)) from exc
         try:
             queue.add_project(args.project, "connect", hook_id)
+            # a running service fills its mirror of the project with a full read now
+            queue.enqueue(args.project, "connect", action="RECONCILE")
             if args.no_sync:
                 return EXIT_OK
             res = sync_project(args.url, args.token, args.project, settings,

@@ -53,7 +53,9 @@ class Service:
         from ..jobs import JobQueue
         from ..web import App, QualityServer
         from ..webhooks import Receiver
-        from ..worker import Reconciler, Worker, make_runner
+        from ..live.runner import LiveRunner
+        from ..settings import PluginSettings
+        from ..worker import Reconciler, Worker
 
         self.args, self.log = args, log
         self.url = args.url.strip().rstrip("/")
@@ -64,7 +66,8 @@ class Service:
         for pid in self.fixed:
             self.queue.add_project(pid, "cli")
         self.recovered = self.queue.recover()
-        runner = make_runner(self.url, args.token, settings, args.state, args.out)
+        runner = LiveRunner(self.url, args.token, settings or PluginSettings(), self.queue,
+                            args.state, args.out, log=log)
         self.worker = Worker(self.queue, runner, self.stop_event, log=log)
         self.reconciler = Reconciler(self.queue, self.project_ids, self.stop_event,
                                      args.interval, log=log)

@@ -3,9 +3,12 @@
 Per control: ``agreement(table, distance, p, form, seed, bootstrap, flag_below)`` of the
 engine (paper 000 §4-5: α, KS, σ with d*; docs/formulas.md §3, §9); with ``distance="auto"``
 the candidates of the control are ranked by KS (``choose_distance``) and the winner is
-reported with its intervals. Then the seed measures (κx, span F1, CrowdTruth) are merged.
+reported with its intervals. Then the seed measures (κx, span F1, CrowdTruth) are merged,
+and each control's answer model for the flags is fitted (``flags.fit_flags``).
 
-Project level (README): a task's ``flag`` is true when *any* control flags it, and its
+Project level (README): a task's ``flag`` is true when *any* control flags it (the rule of
+``flags.task_flag``: few agreeing pairs for its annotators, or a likely departure by an
+unreliable annotator), and its
 ``sigma`` is the *minimum* σ over the controls where it has pairs (the weakest control
 decides). An annotator's project ``sigma``/``alpha`` are the pair-weighted means of their
 per-control values (controls with more pairs weigh more); ``n_items`` counts distinct
@@ -30,7 +33,8 @@ from ls_agreement.metrics.engine import HISTOGRAM_BINS
 
 from ..settings import ReportSettings
 from .model import (AnnotatorIntervals, Candidate, ControlAnnotator, ControlReport, ControlStatus, Diagnostic,
-                    Histogram, Intervals, ItemEntry, Report, SeedMeasures, from_jsonable)
+                    Histogram, Intervals, ItemEntry, Report)
+from .flags import fit_flags
 from .seed import seed_measures
 
 __all__ = ["build_report", "control_report", "collect_warnings"]
@@ -87,7 +91,8 @@ def _unmeasured(entry: ControlReport, status: ControlStatus, reason: str) -> Non
     (pairs, mean distances) stay.
     """
     entry.status, entry.reason = status, reason
-    entry.alpha = entry.ks = entry.ks_statistic = entry.sigma = entry.threshold = None
+    entry.alpha = entry.ks = entry.ks_statistic = entry.sigma = entry.threshold = entry.d_e = None
+    entry.flags = None
     entry.histogram = None
     entry.ci = Intervals(bootstrap=entry.ci.bootstrap, seed=entry.ci.seed)
     for rec in entry.items.values():
@@ -109,6 +114,19 @@ def _histogram(observed: np.ndarray, expected: np.ndarray, weights: np.ndarray |
     exp, _ = np.histogram(expected, bins=edges, weights=weights)
     return Histogram(edges=[float(e) for e in edges], observed=[int(c) for c in obs],
                      expected=[float(c) for c in exp])
+
+
+def _chance_sigma(expected: np.ndarray, weights: np.ndarray | None, threshold: Any) -> float | None:
+    """σ of the chance pairs: the (weighted) share of expected distances below d* — the
+    rate at which two unrelated answers pass for agreement (the flags' ``c``)."""
+    t = _num(threshold)
+    if t is None or not expected.size:
+        return None if t is None else 0.0
+    below = expected < t
+    if weights is None:
+        return float(below.mean())
+    total = float(np.sum(weights))
+    return float(np.sum(weights[below]) / total) if total > 0 else None
 
 
 def _measure(ctl: ControlData, table: pd.DataFrame, settings: ReportSettings, wanted: str,
@@ -169,7 +187,7 @@ def control_report(ctl: ControlData, settings: ReportSettings) -> ControlReport:
         _unmeasured(entry, "failed", f"agreement not computed: {exc}")
         return entry
     entry.alpha, entry.ks, entry.ks_statistic = _num(res.alpha), _num(res.ks), _num(res.ks_statistic)
-    entry.sigma, entry.threshold = _num(res.sigma), _num(res.threshold)
+    entry.sigma, entry.threshold, entry.d_e = _num(res.sigma), _num(res.threshold), _num(res.d_e)
     entry.n_items, entry.n_pairs, entry.n_expected_pairs = int(res.n_items), int(res.n_pairs), int(res.n_expected_pairs)
     entry.distance, entry.form = res.distance, res.form
     ci = {k: (_num(v[0]), _num(v[1])) for k, v in res.ci.items()}
@@ -181,6 +199,7 @@ def control_report(ctl: ControlData, settings: ReportSettings) -> ControlReport:
         entry.histogram = _histogram(res.observed, res.expected, res.expected_weights)
     entry.items = _items(res.per_item, table)
     entry.annotators = _annotators(res, ctl, entry)
+    entry.flags = fit_flags(entry, _chance_sigma(res.expected, res.expected_weights, res.threshold))
     if not res.d_e > 0:
         _unmeasured(entry, "no_variation", NO_VARIATION.format(distance=res.distance))
     return entry
@@ -256,7 +275,7 @@ def _annotators_only(ctl: ControlData, entry: ControlReport) -> None:
 def _seed_measures(ctl: ControlData, settings: ReportSettings, entry: ControlReport) -> None:
     """κx, span F1 and CrowdTruth where they apply; a failure is a warning, never a lost report."""
     try:
-        extra = from_jsonable(SeedMeasures, seed_measures(ctl, settings))
+        extra = seed_measures(ctl, settings)
     except Exception as exc:  # a failing optional measure must not lose the core numbers
         entry.warnings.append(f"seed measures failed: {type(exc).__name__}: {exc}")
         return

@@ -21,8 +21,8 @@ from .jsonable import dumps, from_jsonable, number, to_jsonable
 __all__ = [
     "REPORT_VERSION", "Interval", "Intervals", "AnnotatorIntervals", "Histogram", "Candidate",
     "Diagnostic", "KappaX", "KappaXIntervals", "CrowdTruthUnit", "SeedMeasures", "SpanF1Scores", "SpanF1Section", "CrowdTruthWorker",
-    "CrowdTruthSection", "ItemEntry", "ControlAnnotator", "ControlReport", "TaskEntry",
-    "ProjectAnnotator", "AnnotatorControl", "Report", "ControlStatus", "number",
+    "CrowdTruthSection", "FlagFit", "ItemEntry", "ControlAnnotator", "ControlReport", "TaskEntry",
+    "ProjectAnnotator", "AnnotatorControl", "BaselineInfo", "Report", "ControlStatus", "number",
     "to_jsonable", "from_jsonable", "dumps",
 ]
 
@@ -174,8 +174,24 @@ class SeedMeasures:
 
 
 @dataclass
+class FlagFit:
+    """The answer model a control's flags read its tasks against (``metrics/flags.py``,
+    docs/formulas.md "Flags"): ``chance`` c (share of the chance pairs below d*), ``same``
+    s (two sound answers agree), each annotator's ``reliability`` q (share of sound
+    answers), ``default_reliability`` for an annotator not in the fit, and
+    ``unreliable_below`` (half the control's median reliability)."""
+
+    chance: float = 0.0
+    same: float = 1.0
+    reliability: dict[str, float] = field(default_factory=dict)
+    default_reliability: float = 1.0
+    unreliable_below: float = 0.0
+
+
+@dataclass
 class ItemEntry:
-    """One task of one control."""
+    """One task of one control; ``flag``: this control flags the task (``plugin/report/
+    flags.py``)."""
 
     sigma: float | None = None
     alpha: float | None = None
@@ -204,7 +220,7 @@ class ControlReport:
     """Agreement of one control tag (its ``from_name``)."""
 
     tag: str = ""
-    kind: str = ""
+    kind: str = ""                             # "scalars", "sets", "boxes", ...: a registry prefix
     object: str | None = None
     status: ControlStatus = "ok"
     reason: str | None = None                  # why the numbers are null when status != "ok"
@@ -216,6 +232,7 @@ class ControlReport:
     ks_statistic: float | None = None
     sigma: float | None = None
     threshold: float | None = None             # d*
+    d_e: float | None = None                   # D̂e: a task's α is 1 − its mean distance / D̂e
     n_items: int = 0
     n_pairs: int = 0
     n_expected_pairs: int = 0
@@ -223,7 +240,8 @@ class ControlReport:
     n_annotators: int = 0
     expected_exact: bool = False
     p: float = 0.05
-    flag_below: float = 0.5
+    flag_below: float = 0.0                    # legacy cut: also flag σ below this (0 = off)
+    flags: FlagFit | None = None               # null when status != ok
     ci: Intervals = field(default_factory=Intervals)
     options: list[str] = field(default_factory=list)
     n_ground_truth: int = 0
@@ -258,14 +276,16 @@ class ControlReport:
 
 @dataclass
 class TaskEntry:
-    """A task across controls: flagged when any measured control flags it; its σ and α are
-    the minimum over the measured controls where it has pairs (the weakest control decides)."""
+    """A task across controls: flagged when any measured control flags it (``reasons``: why,
+    per flagging control); its σ and α are the minimum over the measured controls where it
+    has pairs (the weakest control decides)."""
 
     sigma: float | None = None
     alpha: float | None = None
     flag: bool = False
     controls: list[str] = field(default_factory=list)
     flagged_controls: list[str] = field(default_factory=list)
+    reasons: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -288,6 +308,16 @@ class ProjectAnnotator:
 
 
 @dataclass
+class BaselineInfo:
+    """Which project baseline (D̂e, d*, distances, annotator quality) the task numbers were
+    read against: when it was made, and how many events have been applied since."""
+
+    made_at: float = 0.0
+    events_since: int = 0
+    reason: str = ""
+
+
+@dataclass
 class Report:
     """A project's agreement report (JSON contract ``version`` 2, see docs/report.md)."""
 
@@ -297,6 +327,7 @@ class Report:
     annotators: dict[str, ProjectAnnotator] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     settings: dict[str, Any] = field(default_factory=dict)
+    baseline: BaselineInfo | None = None       # set by the live service (plugin/live)
     version: int = REPORT_VERSION
 
     # ---- derived, computed once -------------------------------------------------------
@@ -307,7 +338,7 @@ class Report:
         ``item_annotators`` maps each annotator to the tasks they annotated in any control
         (their ``n_items``), ``names`` annotator id → display name.
         """
-        self.tasks = project_tasks(self.controls)
+        self.tasks = project_tasks(self.controls, self.settings)
         self.annotators = project_annotators(self.controls, item_annotators or {}, names or {})
         return self
 
@@ -340,21 +371,31 @@ class Report:
                 {k: v for k, v in data.items() if k not in names})
 
 
-def project_tasks(controls: Mapping[str, ControlReport]) -> dict[str, TaskEntry]:
+def project_tasks(controls: Mapping[str, ControlReport],
+                  settings: Mapping[str, Any] | None = None) -> dict[str, TaskEntry]:
+    """Every task across the measured controls; its flag from :func:`.flags.task_flag`
+    (which also sets each control's ``ItemEntry.flag``)."""
+    from .flags import task_flag
+
     out: dict[str, TaskEntry] = {}
+    per_task: dict[str, dict[str, ItemEntry]] = {}
     for name, ctl in controls.items():
         if not ctl.measured:
             continue
         for item, rec in ctl.items.items():
             t = out.setdefault(item, TaskEntry())
+            per_task.setdefault(item, {})[name] = rec
             t.controls.append(name)
             if rec.sigma is not None and (t.sigma is None or rec.sigma < t.sigma):
                 t.sigma = rec.sigma
             if rec.alpha is not None and (t.alpha is None or rec.alpha < t.alpha):
                 t.alpha = rec.alpha
-            if rec.flag:
-                t.flag = True
-                t.flagged_controls.append(name)
+    for item, t in out.items():
+        items = per_task[item]
+        t.flag, t.reasons = task_flag(items, controls, settings)
+        t.flagged_controls = [c for c in t.controls if c in t.reasons]
+        for name, rec in items.items():
+            rec.flag = name in t.reasons
     return out
 
 

@@ -1,23 +1,23 @@
 """The seed papers' own measures for one control tag of a report (docs/report.md).
 
-``seed_measures(control, settings)`` returns the keys the report merges into the
-control's entry, each only where it applies:
+``seed_measures(control, settings)`` returns the typed :class:`~.model.SeedMeasures`
+the report puts into the control's entry, each part filled only where it applies:
 
-* ``"kappa_x"`` — cross-replication reliability (paper 001) for every pair of annotator
+* ``kappa_x`` — cross-replication reliability (paper 001) for every pair of annotator
   pools in ``settings.groups``, and for humans vs each model version when
   ``settings.humans_vs_model`` or ``settings.include_predictions`` and the table holds
-  ``model:*`` annotators;
-* ``"span_f1"`` — chance-corrected span F1 (paper 003) for Labels on Text, characters
-  mapped to nltk tokens through ``control.texts``;
-* ``"crowdtruth"`` — CrowdTruth 2.0 scores (paper 004) for Choices and Taxonomy
+  ``model:*`` annotators (``{}`` when none applies);
+* ``span_f1`` — chance-corrected span F1 (paper 003) for Labels on Text, characters
+  mapped to nltk tokens through ``control.texts`` (None when it does not apply);
+* ``crowdtruth`` — CrowdTruth 2.0 scores (paper 004) for Choices and Taxonomy
   (closed) and for spans (open: answers are the (start, end, label) given on a task, counted as often as
-  given).
+  given) (None when it does not apply).
 
-Everything returned is JSON-serialisable: str keys, floats, None for undefined.
+The parts are the report model's dataclasses (str keys, None for undefined numbers);
+``Report.to_dict()`` gives their JSON.
 """
 from __future__ import annotations
 
-import math
 from itertools import combinations
 from typing import Any
 
@@ -31,19 +31,13 @@ from ls_agreement.metrics.span_f1 import span_f1_table
 from ls_agreement.adapters.spans import SPAN_TOKENIZER, token_table
 
 from ..settings import check_groups
+from .model import (CrowdTruthSection, CrowdTruthUnit, CrowdTruthWorker, Interval, KappaX, KappaXIntervals,
+                    SeedMeasures, SpanF1Scores, SpanF1Section, number)
 
 __all__ = ["seed_measures", "kappa_x_section", "span_f1_section", "crowdtruth_section"]
 
 MODEL_PREFIX = "model:"
 NONE_ANSWER = "(none)"          # CrowdTruth answer of an annotator who marked no span
-
-
-def _num(x: Any) -> float | None:
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return None
-    return v if math.isfinite(v) else None
 
 
 def _replications(control: Any, settings: Any) -> list[tuple[str, pd.DataFrame, pd.DataFrame]]:
@@ -65,9 +59,9 @@ def _replications(control: Any, settings: Any) -> list[tuple[str, pd.DataFrame, 
     return out
 
 
-def kappa_x_section(control: Any, settings: Any) -> dict[str, dict[str, Any]]:
+def kappa_x_section(control: Any, settings: Any) -> dict[str, KappaX]:
     """κx per pair of replications, with the control's default distance (paper 001)."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, KappaX] = {}
     for name, tx, ty in _replications(control, settings):
         if tx.empty or ty.empty:  # a pool with no annotation on this control: nothing to say
             continue
@@ -76,39 +70,46 @@ def kappa_x_section(control: Any, settings: Any) -> dict[str, dict[str, Any]]:
                               bootstrap=int(getattr(settings, "bootstrap", 1000)),
                               seed=int(getattr(settings, "seed", 0)))
         except ValueError as exc:
-            out[name] = {"kappa_x": None, "normalized": None, "irr_x": None, "irr_y": None,
-                         "ci": None, "error": str(exc)}
+            out[name] = KappaX(error=str(exc))
             continue
-        d = res.to_dict()
-        out[name] = {k: d[k] for k in ("kappa_x", "normalized", "irr_x", "irr_y", "d_o", "d_e",
-                                       "n_items", "n_x", "n_y", "distance")}
-        out[name]["ci"] = {**{k: _shown_interval(ci, d.get(k)) for k, ci in d["ci"].items()},
-                           "bootstrap": d["bootstrap"], "seed": d["seed"]}
+        shown = {k: _shown_interval(ci, getattr(res, k, None)) for k, ci in res.ci.items()}
+        out[name] = KappaX(
+            kappa_x=number(res.kappa_x), normalized=number(res.normalized), irr_x=number(res.irr_x),
+            irr_y=number(res.irr_y), d_o=number(res.d_o), d_e=number(res.d_e), n_items=int(res.n_items),
+            n_x=int(res.n_x), n_y=int(res.n_y), distance=res.distance,
+            ci=KappaXIntervals(**shown, bootstrap=int(res.bootstrap), seed=int(res.seed)))
     return out
 
 
-def _shown_interval(ci: Any, estimate: Any) -> list[float | None]:
+def _shown_interval(ci: Any, estimate: Any) -> Interval:
     """An interval only next to a defined estimate it contains (a normalized κx that is
     null must not show a bootstrap interval of its own)."""
-    x = _num(estimate)
-    lo, hi = (_num(ci[0]), _num(ci[1])) if isinstance(ci, (list, tuple)) and len(ci) == 2 else (None, None)
+    x = number(estimate)
+    lo, hi = (number(ci[0]), number(ci[1])) if isinstance(ci, (list, tuple)) and len(ci) == 2 else (None, None)
     if x is None or lo is None or hi is None or not lo - 1e-9 <= x <= hi + 1e-9:
-        return [None, None]
-    return [min(lo, x), max(hi, x)]
+        return (None, None)
+    return (min(lo, x), max(hi, x))
 
 
-def span_f1_section(control: Any, settings: Any) -> dict[str, Any] | None:
+def _span_scores(df: pd.DataFrame, difficulty: bool = False) -> dict[str, SpanF1Scores]:
+    """Observed, chance and corrected F1 per row of a span F1 table (None where undefined)."""
+    cols = ["observed", "chance", "corrected", *(["difficulty"] if difficulty else [])]
+    return {str(k): SpanF1Scores(**{c: number(v) for c, v in zip(cols, row)})
+            for k, row in zip(df.index, df[cols].itertuples(index=False, name=None))}
+
+
+def span_f1_section(control: Any, settings: Any) -> SpanF1Section | None:
     """Micro-averaged chance-corrected span F1, per annotator and per task (paper 003)."""
     table, n_tokens, warnings = token_table(control)
     if table.empty or table.groupby("item").size().max() < 2:
         return None
     # Label Studio lets one annotator overlap two spans of a label: their union is scored
     res = span_f1_table(table, n_tokens, "non-overlapping", on_overlap="merge")
-    d = res.to_dict()
-    d["tokenizer"] = SPAN_TOKENIZER
-    if warnings:
-        d["warnings"] = warnings
-    return d
+    return SpanF1Section(
+        observed=number(res.observed), chance=number(res.chance), corrected=number(res.corrected),
+        tp=float(res.tp), expected_tp=float(res.expected_tp), l_sum=float(res.l_sum), model=res.model,
+        annotators=_span_scores(res.per_annotator), tasks=_span_scores(res.per_item, difficulty=True),
+        labels=_span_scores(res.per_label), tokenizer=SPAN_TOKENIZER, warnings=list(warnings or []))
 
 
 def _span_answers(value: Any) -> list[str]:
@@ -136,7 +137,7 @@ def _closed_options(control: Any, table: pd.DataFrame, taxonomy: bool) -> list[s
     return opts
 
 
-def crowdtruth_section(control: Any, settings: Any) -> dict[str, Any] | None:
+def crowdtruth_section(control: Any, settings: Any) -> CrowdTruthSection | None:
     """CrowdTruth 2.0 worker, unit and annotation scores (paper 004)."""
     tag = str(control.tag).lower()
     table = control.table[["item", "annotator", "value"]]
@@ -153,27 +154,26 @@ def crowdtruth_section(control: Any, settings: Any) -> dict[str, Any] | None:
         res = crowdtruth(table, options, none_token=none_token)
     except ValueError:  # no unit with two non-empty judgements
         return None
-    d = res.to_dict()
-    d["closed"] = options is not None
-    return d
+    w = res.workers
+    return CrowdTruthSection(
+        workers={str(k): CrowdTruthWorker(wqs=number(q), wua=number(u), wwa=number(a))
+                 for k, q, u, a in zip(w.index, w["wqs"], w["wua"], w["wwa"])},
+        units={str(k): CrowdTruthUnit(uqs=number(v)) for k, v in res.units["uqs"].items()},
+        annotations={str(k): number(v) for k, v in res.annotations["aqs"].items()},
+        n_iter=int(res.n_iter), converged=bool(res.converged), closed=options is not None)
 
 
-def seed_measures(control: Any, settings: Any) -> dict[str, Any]:
+def seed_measures(control: Any, settings: Any) -> SeedMeasures:
     """The seed measures that apply to ``control`` (a ControlData) under ``settings``.
 
     Returns
     -------
-    dict with keys among ``"kappa_x"``, ``"span_f1"``, ``"crowdtruth"`` (docs/report.md).
+    SeedMeasures
+        ``kappa_x`` (``{}`` when no pool pair applies), ``span_f1`` and ``crowdtruth``
+        (None when they do not apply); docs/report.md.
     """
-    out: dict[str, Any] = {}
-    kx = kappa_x_section(control, settings)
-    if kx:
-        out["kappa_x"] = kx
+    out = SeedMeasures(kappa_x=kappa_x_section(control, settings))
     if control.kind == "spans" and control.texts:
-        sf = span_f1_section(control, settings)
-        if sf is not None:
-            out["span_f1"] = sf
-    ct = crowdtruth_section(control, settings)
-    if ct is not None:
-        out["crowdtruth"] = ct
+        out.span_f1 = span_f1_section(control, settings)
+    out.crowdtruth = crowdtruth_section(control, settings)
     return out

@@ -13,11 +13,11 @@ def test_real_config_controls(config_xml):
     assert kinds == {
         "bbox": ("RectangleLabels", "boxes", "image"), "kp": ("KeyPointLabels", "keypoints", "image"),
         "poly": ("PolygonLabels", "polygons", "image"), "ner": ("Labels", "spans", "text"),
-        "translation": ("TextArea", "text", "text"), "sentiment": ("Choices", "scalar", "text"),
-        "topics": ("Choices", "set", "text"), "quality": ("Rating", "scalar", "text"),
-        "confidence": ("Number", "scalar", "text"), "taxonomy": ("Taxonomy", "set", "text"),
-        "event_date": ("DateTime", "scalar", "text"), "rank": ("Ranker", "ranking", "items"),
-        "rank_buckets": ("Ranker", "ranking", "items2"), "pw": ("Pairwise", "pairwise", "left,right"),
+        "translation": ("TextArea", "text", "text"), "sentiment": ("Choices", "scalars", "text"),
+        "topics": ("Choices", "sets", "text"), "quality": ("Rating", "scalars", "text"),
+        "confidence": ("Number", "scalars", "text"), "taxonomy": ("Taxonomy", "sets", "text"),
+        "event_date": ("DateTime", "scalars", "text"), "rank": ("Ranker", "rankings", "items"),
+        "rank_buckets": ("Ranker", "rankings", "items2"), "pw": ("Pairwise", "pairwise", "left,right"),
     }
     c = cfg.controls
     assert c["bbox"].labels == ["Cat", "Dog"] and c["ner"].labels == ["PER", "ORG", "LOC"]

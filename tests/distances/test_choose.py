@@ -18,12 +18,12 @@ from .conftest import load_table
     ([(Keypoint(1, 2),)], "keypoints"),
     ([(Span(0, 3, "PER"),), None], "spans"),
     (["the cat sat", "a dog barked loudly", "nothing"], "text"),
-    (["pos", "neg", "pos", "neg"], "scalar"),
-    ([1, 2.5, 3], "scalar"),
-    ([frozenset({"a"}), frozenset()], "set"),
-    ([["d1", "d2", "d3"], ["d2", "d1"]], "ranking"),
-    ([[0, 0, 10], [5, 5, 5]], "vector"),
-    ([[0.5, 1.25], [2.0, 1.0]], "vector"),
+    (["pos", "neg", "pos", "neg"], "scalars"),
+    ([1, 2.5, 3], "scalars"),
+    ([frozenset({"a"}), frozenset()], "sets"),
+    ([["d1", "d2", "d3"], ["d2", "d1"]], "rankings"),
+    ([[0, 0, 10], [5, 5, 5]], "vectors"),
+    ([[0.5, 1.25], [2.0, 1.0]], "vectors"),
 ])
 def test_infer_kind(values, kind):
     assert infer_kind(values) == kind
@@ -41,8 +41,21 @@ def test_infer_kind_errors():
 
 
 def test_every_kind_has_candidates():
-    for kind in ("boxes", "polygons", "keypoints", "spans", "text", "ranking", "set", "vector"):
+    for kind in ("boxes", "polygons", "keypoints", "spans", "text", "rankings", "sets", "vectors", "scalars"):
         assert candidates(kind), kind
+
+
+def test_kinds_are_the_registry_prefixes_and_old_singular_names_still_work():
+    from ls_agreement.metrics.distances import KINDS, canonical_kind, get_distance
+    from ls_agreement.metrics.distances.registry import fitting
+
+    for kind in KINDS:
+        for name in candidates(kind):
+            assert get_distance(name).kind == kind
+            assert "." not in name or name.split(".")[0] == kind, name
+    for old, new in (("set", "sets"), ("scalar", "scalars"), ("ranking", "rankings"), ("vector", "vectors")):
+        assert canonical_kind(old) == new
+        assert candidates(old) == candidates(new) and fitting(old) == fitting(new)
 
 
 def test_choose_distance_on_paper_rankings():

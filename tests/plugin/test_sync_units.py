@@ -137,11 +137,11 @@ def test_annotator_report_files(tmp_path: Path) -> None:
 
 
 def test_report_annotators_get_emails():
-    from ls_agreement.plugin.sync import _name_annotators
+    from ls_agreement.plugin.sync import name_annotators
 
     report = Report.from_dict({"annotators": {"3": {"name": "3"}, "model:v1": {"name": "model:v1"}},
                                "controls": {"c": {"annotators": {"3": {"name": "3"}, "4": {"name": "Dr. Who"}}}}})
-    _name_annotators(report, {"3": "ann@x.org", "4": "four@x.org"})
+    name_annotators(report, {"3": "ann@x.org", "4": "four@x.org"})
     assert report.annotators["3"].name == "ann@x.org"
     assert report.annotators["model:v1"].name == "model:v1"
     assert report.controls["c"].annotators["3"].name == "ann@x.org"

@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 
 from ls_agreement.adapters.control import ControlData
-from ls_agreement.plugin.report.seed import seed_measures
+from ls_agreement.plugin.report.model import SeedMeasures, to_jsonable
+from ls_agreement.plugin.report.seed import seed_measures as typed_seed_measures
 from ls_agreement.plugin.settings import ReportSettings
 from ls_agreement.metrics.cross_kappa import cross_kappa
 from ls_agreement.metrics.model import Span
@@ -19,6 +20,13 @@ from ls_agreement.plugin.report.build import build_report as _build_report  # no
 def build_report(*args, **kwargs):
     """The report as its JSON contract (the typed ``Report`` serialised), as these tests read it."""
     return _build_report(*args, **kwargs).to_dict()
+
+
+def seed_measures(control, settings):
+    """The typed seed sections as JSON, only the parts that apply, as these tests read them."""
+    typed = typed_seed_measures(control, settings)
+    assert isinstance(typed, SeedMeasures)
+    return {k: v for k, v in to_jsonable(typed).items() if v}
 
 
 EXPORTS = DATA / "label-studio"
@@ -42,7 +50,7 @@ def _choices_table(n=40, seed=0):
 
 def test_choices_kappa_x_and_crowdtruth():
     table = _choices_table()
-    ctl = _control("Choices", "scalar", table, options=["pos", "neg", "neu"])
+    ctl = _control("Choices", "scalars", table, options=["pos", "neg", "neu"])
     st = ReportSettings.from_mapping({"groups": {"crowd": ["1", "2"], "experts": ["3"]},
                                       "humans_vs_model": True, "bootstrap": 100})
     out = seed_measures(ctl, st)
@@ -58,7 +66,7 @@ def test_choices_kappa_x_and_crowdtruth():
 
 
 def test_included_predictions_alone_give_humans_vs_model_kappa_x():
-    ctl = _control("Choices", "scalar", _choices_table(), options=["pos", "neg", "neu"])
+    ctl = _control("Choices", "scalars", _choices_table(), options=["pos", "neg", "neu"])
     out = seed_measures(ctl, ReportSettings.from_mapping({"include_predictions": True, "bootstrap": 0}))
     assert set(out["kappa_x"]) == {"humans vs model:v1"}
     assert "kappa_x" not in seed_measures(ctl, ReportSettings.from_mapping({"bootstrap": 0}))
@@ -129,3 +137,16 @@ def test_crowdtruth_counts_a_span_given_twice_in_one_annotation():
     # counting once would give other numbers: the repeats matter here
     once = [(u, w, sorted(set(v))) for u, w, v in rows]
     assert max(abs(brute_crowdtruth(once, None)[1][w] - v) for w, v in wqs.items()) > 1e-3
+
+
+def test_seed_sections_are_the_report_model_types():
+    from ls_agreement.plugin.report.model import CrowdTruthSection, KappaX, KappaXIntervals
+
+    ctl = _control("Choices", "scalars", _choices_table(), options=["pos", "neg", "neu"])
+    out = typed_seed_measures(ctl, ReportSettings.from_mapping({"include_predictions": True, "bootstrap": 20}))
+    kx = out.kappa_x["humans vs model:v1"]
+    assert isinstance(kx, KappaX) and isinstance(kx.ci, KappaXIntervals) and isinstance(kx.ci.kappa_x, tuple)
+    assert isinstance(out.crowdtruth, CrowdTruthSection) and out.span_f1 is None
+    assert kx.kappa_x == pytest.approx(cross_kappa(ctl.table[ctl.table.annotator != "model:v1"],
+                                                   ctl.table[ctl.table.annotator == "model:v1"],
+                                                   bootstrap=0).kappa_x)

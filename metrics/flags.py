@@ -1,0 +1,288 @@
+"""Task flags a reviewer can act on (docs/formulas.md §3, "Flags").
+
+A task's σ on one control is the share of its pairs that agree (distance below d*). With
+three annotators it can only be 0, ⅓, ⅔ or 1, so a fixed cut (σ < 0.5) flags every task
+where one annotator slipped once, and the more controls a project has, the more of it is
+flagged. Here each control's per-task count of agreeing pairs ``k`` (of ``n``) is read
+against a model of the annotators, fitted on the project once:
+
+* **the answer model** — on a given task, annotator ``a`` gives a *sound* answer with
+  probability ``q_a`` (their reliability on this control); two sound answers agree with
+  probability ``s``, any other pair with probability ``c``, the chance rate (the share of
+  the chance pairs below d*). So the agreeing pairs of a task with annotators ``A`` follow
+  ``P(k | A) = Σ_j P(j sound | q_A) · P(Bin(C(j,2), s) + Bin(n − C(j,2), c) = k)``; pairs
+  in one task are *not* independent (they share annotators), the latent sound/unsound
+  answers carry that dependence. ``c`` comes from the chance distances; ``s`` and the
+  ``q_a`` are fitted: each annotator's σ is ``c + (s − c) q_a q̄`` (``q̄`` their
+  co-annotators' mean), which fixes the products ``(s − c) q_a q_b``; ``s`` is then the
+  maximum-likelihood split of that product over the project's own per-task ``k``.
+* **unusual disagreement** — ``p = P(K ≤ k | A)`` under the model with each annotator's
+  own reliability (the tail probability of so few agreeing pairs on an unambiguous task
+  with these annotators). A task is flagged when ``min p`` over its controls, Bonferroni-
+  corrected for the number of controls, is below ``level`` (default 0.01): ordinary tasks
+  are flagged at most at that rate however many controls the project has. This catches
+  ambiguous tasks (careful annotators split) and departures by good annotators far beyond
+  their usual slips.
+* **an unreliable answer that departs** — an annotator with ``q_a < ½`` on a control
+  (more often unsound than sound) is *unreliable* there. The posterior probability, given
+  ``k``, that one of the task's unreliable annotators gave an unsound answer is
+  ``P(departure | k, A)``; the control flags the task when it is at least ``posterior``
+  (default ½: the flag is more likely right than wrong). So a known-careless annotator's
+  departure is caught, while the same pattern from good annotators (an ordinary slip) is
+  not, and a careless annotator who agreed with the others is not flagged either.
+
+Everything a task's flag needs is its per-control ``(k, n, annotators)`` and the fitted
+:class:`FlagModel` of each control (a few numbers per control and annotator, stored in
+the report), so a live service can flag one task without the others.
+"""
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+from scipy import stats
+
+__all__ = ["FlagModel", "ItemEvidence", "fit_flag_model", "item_evidence", "combine_flags",
+           "agreeing_pairs", "combined_p_value", "DEFAULT_LEVEL", "DEFAULT_POSTERIOR", "UNRELIABLE_BELOW"]
+
+DEFAULT_LEVEL = 0.01        # false-flag rate of an ordinary task, all controls together
+DEFAULT_POSTERIOR = 0.5     # flag an unreliable annotator's likely departure from this
+UNRELIABLE_BELOW = 0.5      # reliability under which an annotator is unreliable
+_S_GRID = 24                # candidate values of s in the likelihood fit
+_MAX_EXACT_PAIRS = 2000     # beyond, the pair count is read with a normal approximation
+_MAX_FIT_GROUPS = 3000      # distinct (k, n, annotators) tasks used to fit s, most frequent first
+
+
+@dataclass(frozen=True)
+class FlagModel:
+    """The answer model of one control (see the module docstring).
+
+    ``chance`` c, ``same`` s, ``reliability`` q per annotator id; ``default_reliability``
+    for an annotator the model has not seen (their co-annotators' pair-weighted mean)."""
+
+    chance: float
+    same: float
+    reliability: Mapping[str, float] = field(default_factory=dict)
+    default_reliability: float = 1.0
+    unreliable_below: float = 0.5
+
+    def q(self, annotator: str) -> float:
+        return float(self.reliability.get(annotator, self.default_reliability))
+
+
+@dataclass(frozen=True)
+class ItemEvidence:
+    """One task on one control: the tail probability of its agreeing pairs (``p_value``)
+    and the posterior that an unreliable annotator's answer departs (``p_departure``)."""
+
+    k: int
+    n: int
+    p_value: float
+    p_departure: float
+    unreliable: tuple[str, ...] = ()
+
+
+def agreeing_pairs(sigma: float | None, n_pairs: int) -> int | None:
+    """``k``: the task's pairs below d* (σ × pairs, rounded), None without pairs."""
+    if sigma is None or not n_pairs or not math.isfinite(sigma):
+        return None
+    return int(round(sigma * n_pairs))
+
+
+def _sound_counts(qs: Sequence[float]) -> np.ndarray:
+    """P(j of the annotators give a sound answer), j = 0..len(qs) (Poisson-binomial)."""
+    dist = np.zeros(len(qs) + 1)
+    dist[0] = 1.0
+    for k, q in enumerate(qs):
+        dist[1:k + 2] = dist[1:k + 2] * (1 - q) + dist[:k + 1] * q
+        dist[0] *= 1 - q
+    return dist
+
+
+def _n_sound_pairs(j: int, n: int, m: int) -> int:
+    """Pairs between sound answers when j of m annotators are sound (n pairs in all)."""
+    if m * (m - 1) // 2 == n:
+        return j * (j - 1) // 2
+    return int(round(n * j * (j - 1) / (m * (m - 1)))) if m > 1 else 0
+
+
+@lru_cache(maxsize=4096)
+def _k_table(n: int, n_in: int, s: float, c: float) -> tuple[np.ndarray, np.ndarray]:
+    """pmf and cdf of K = Bin(n_in, s) + Bin(n − n_in, c) over k = 0..n."""
+    pmf = np.convolve(stats.binom.pmf(np.arange(n_in + 1), n_in, s),
+                      stats.binom.pmf(np.arange(n - n_in + 1), n - n_in, c))
+    return pmf, np.minimum(np.cumsum(pmf), 1.0)
+
+
+def _likelihood(k: int, n: int, qs: Sequence[float], s: float, c: float) -> tuple[float, float]:
+    """P(K = k | annotators) and P(K ≤ k | annotators) under the answer model."""
+    m = len(qs)
+    js = _sound_counts(qs)
+    if n > _MAX_EXACT_PAIRS:  # many pairs: each K | j is read as a normal (continuity-corrected)
+        j = np.arange(m + 1)
+        n_in = np.array([_n_sound_pairs(int(x), n, m) for x in j], dtype=float)
+        mean = n_in * s + (n - n_in) * c
+        sd = np.sqrt(np.maximum(n_in * s * (1 - s) + (n - n_in) * c * (1 - c), 1e-12))
+        hi, lo = stats.norm.cdf(k + 0.5, mean, sd), stats.norm.cdf(k - 0.5, mean, sd)
+        return float(np.dot(js, hi - lo)), float(min(np.dot(js, hi), 1.0))
+    eq = le = 0.0
+    for j, pj in enumerate(js):
+        if pj <= 0:
+            continue
+        pmf, cdf = _k_table(n, _n_sound_pairs(j, n, m), s, c)
+        eq += pj * float(pmf[k])
+        le += pj * float(cdf[k])
+    return float(eq), float(min(le, 1.0))
+
+
+def item_evidence(model: FlagModel, k: int, n: int, annotators: Sequence[str]) -> ItemEvidence:
+    """The evidence of one task on one control (``k`` of ``n`` pairs agree).
+
+    Parameters
+    ----------
+    model : FlagModel
+        The control's fitted model.
+    k, n : int
+        Agreeing pairs (distance below d*) and pairs of the task.
+    annotators : sequence of str
+        The task's annotators on this control (one per value).
+    """
+    ids = [str(a) for a in annotators]
+    if len(ids) < 2:  # pairs without a roster (old reports): the smallest roster that fits
+        ids = [""] * max(2, int(round((1 + math.sqrt(1 + 8 * n)) / 2)))
+    qs = [model.q(a) for a in ids]
+    s, c = model.same, model.chance
+    p_eq, p_le = _likelihood(k, n, qs, s, c)
+    bad = [i for i, q in enumerate(qs) if q < model.unreliable_below]
+    p_dep = 0.0
+    if bad and p_eq > 0:
+        # P(k, every unreliable annotator sound) = Π q_bad · P(k | those forced sound)
+        forced = [1.0 if i in bad else q for i, q in enumerate(qs)]
+        p_all_sound = math.prod(qs[i] for i in bad) * _likelihood(k, n, forced, s, c)[0]
+        p_dep = min(max(1.0 - p_all_sound / p_eq, 0.0), 1.0)
+    return ItemEvidence(k=k, n=n, p_value=p_le, p_departure=p_dep,
+                        unreliable=tuple(ids[i] for i in bad))
+
+
+def combined_p_value(p_values: Sequence[float]) -> float:
+    """Fisher's combination of the controls' tail probabilities: ``P(χ²(2m) ≥ −2 Σ ln p)``.
+
+    One test per task, so its false-flag rate stays at ``level`` however many controls
+    there are (the controls' slips are independent given the annotators); discrete p-values
+    make it conservative."""
+    ps = [min(max(float(p), 1e-300), 1.0) for p in p_values]
+    if not ps:
+        return 1.0
+    return float(stats.chi2.sf(-2.0 * sum(math.log(p) for p in ps), 2 * len(ps)))
+
+
+def combine_flags(evidence: Mapping[str, ItemEvidence], level: float = DEFAULT_LEVEL,
+                  posterior: float = DEFAULT_POSTERIOR,
+                  names: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Which controls flag a task, and why: ``{control: reason}`` (empty: not flagged).
+
+    *Unusual disagreement*: the controls' tail probabilities combined by Fisher's method
+    are below ``level``; every control whose own tail probability is below ½ (fewer
+    agreeing pairs than its typical task) then flags the task. *An unreliable answer that
+    departs*: a control flags the task when the posterior that one of its unreliable
+    annotators' answers departs is at least ``posterior``. ``names``: annotator id ->
+    display name, for the reasons.
+    """
+    names = names or {}
+    out: dict[str, str] = {}
+    p_all = combined_p_value([ev.p_value for ev in evidence.values()])
+    for name, ev in evidence.items():
+        why = []
+        if p_all < level and ev.p_value < 0.5:
+            why.append(f"{ev.k} of {ev.n} pairs agree, fewer than these annotators usually reach "
+                       f"(p = {ev.p_value:.2g}; all controls p = {p_all:.2g})")
+        if ev.p_departure >= posterior:
+            who = ", ".join(dict.fromkeys(names.get(a, a) for a in ev.unreliable))
+            why.append(f"{ev.k} of {ev.n} pairs agree and unreliable annotator {who} likely "
+                       f"departs (posterior {ev.p_departure:.2f})")
+        if why:
+            out[name] = "; ".join(why)
+    return out
+
+
+def _rank_one(sigmas: np.ndarray, weights: np.ndarray, chance: float) -> np.ndarray:
+    """r_a with σ_a − c ≈ r_a · r̄_{−a} (r̄_{−a}: pair-weighted mean of the others' r)."""
+    excess = np.clip(sigmas - chance, 0.0, None)
+    r = np.sqrt(excess)
+    total_w = weights.sum()
+    for _ in range(200):
+        others = (np.dot(weights, r) - weights * r) / np.maximum(total_w - weights, 1e-12)
+        new = np.where(others > 0, excess / np.maximum(others, 1e-12), 0.0)
+        if np.allclose(new, r, rtol=1e-9, atol=1e-12):
+            r = new
+            break
+        r = new
+    return r
+
+
+def fit_flag_model(annotators: Mapping[str, tuple[float | None, int]], chance: float | None,
+                   items: Iterable[tuple[int, int, Sequence[str]]] = ()) -> FlagModel | None:
+    """The answer model of one control, from its annotators' σ and the tasks' pair counts.
+
+    Parameters
+    ----------
+    annotators : mapping id -> (σ, pairs)
+        Each annotator's σ on the control and the number of pairs it rests on.
+    chance : float
+        Share of the chance pairs below d* (``c``).
+    items : iterable of (k, n, annotators)
+        Every task's agreeing pairs, pairs and annotators (for the fit of ``s``).
+
+    Returns
+    -------
+    FlagModel or None
+        None when no annotator has a σ (nothing to read the tasks against).
+    """
+    if chance is None or not math.isfinite(chance):
+        return None
+    c = min(max(float(chance), 0.0), 0.999)
+    ids = [a for a, (sg, n) in annotators.items() if sg is not None and n and math.isfinite(sg)]
+    if not ids:
+        return None
+    sig = np.array([annotators[a][0] for a in ids], dtype=float)
+    w = np.array([annotators[a][1] for a in ids], dtype=float)
+    if len(ids) == 1:
+        r = np.sqrt(np.clip(sig - c, 0.0, None))
+    else:
+        r = _rank_one(sig, w, c)
+    # (s − c) q_a q_b = r_a r_b: with t = s − c, q_a = r_a / √t. t is at least the largest
+    # r² among annotators with a fair share of pairs (so q ≤ 1) and at most 1 − c.
+    solid = w >= 0.25 * np.median(w)
+    t_min = float(np.max(r[solid] ** 2)) if solid.any() else float(np.max(r ** 2))
+    t_max = 1.0 - c
+    if t_min <= 0:
+        return FlagModel(chance=c, same=c, reliability={a: 0.0 for a in ids}, default_reliability=0.0)
+    t_min = min(t_min, t_max)
+    # identical tasks (same k, n and annotators) count once, with their multiplicity
+    groups = Counter((int(k), int(n), tuple(sorted(str(a) for a in ann))) for k, n, ann in items if n)
+
+    def model(t: float) -> FlagModel:
+        q = np.clip(r / math.sqrt(t), 0.0, 1.0)
+        rel = {a: float(v) for a, v in zip(ids, q)}
+        default = float(np.dot(w, q) / w.sum()) if w.sum() > 0 else 1.0
+        order = np.argsort(q)
+        median = float(q[order][np.searchsorted(np.cumsum(w[order]), w.sum() / 2)])
+        return FlagModel(chance=c, same=c + t, reliability=rel, default_reliability=default,
+                         unreliable_below=UNRELIABLE_BELOW * median)
+
+    if not groups or t_max - t_min < 1e-9:
+        return model(t_max if t_min >= t_max else t_min)
+    best, best_ll = None, -math.inf
+    for t in np.linspace(t_min, t_max, _S_GRID):
+        fm = model(float(t))
+        ll = 0.0
+        for (k, n, ann), times in groups.most_common(_MAX_FIT_GROUPS):
+            qs = [fm.q(a) for a in ann] if len(ann) >= 2 else [fm.default_reliability] * 2
+            ll += times * math.log(max(_likelihood(k, n, qs, fm.same, c)[0], 1e-300))
+        if ll > best_ll:
+            best, best_ll = fm, ll
+    return best

@@ -1,0 +1,319 @@
+"""The live runner of ``serve``: stored webhook events → mirror → touched tasks → push.
+
+Per project it keeps a :class:`~.mirror.ProjectMirror` and a
+:class:`~.baseline.ProjectBaseline` in memory, and what each task carries from us:
+
+- a **full read** (first job of a project after start-up, a ``RECONCILE`` event, a
+  ``PROJECT_UPDATED``, an event the mirror cannot place) exports the project, compares it
+  with the mirror (each difference is a lost event: logged and counted in ``/health``),
+  refills the mirror, makes a new baseline and writes every task whose values differ
+  from what it carries on the server;
+- **events** update the mirror from their payloads (a GET of the task when a payload is
+  incomplete) and rescore only the touched tasks against the current baseline; only
+  those are written, and only when their values changed;
+- after ``[sync] rebaseline_events`` events a **new baseline** is made from the mirror
+  (no server read) and the tasks whose pushed values it changes are republished, once.
+
+docs/design.md, "Live path", has the reasoning.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, TextIO
+
+from ..annotator_report import annotator_quality, write_reports
+from ..client import BadInput, Connection, LabelStudioError, RetryPolicy
+from ..jobs import Job, JobQueue, StoredEvent
+from ..pushback import Desired, PushOutcome, Write, current_of, desired_for, needs_write, push
+from ..report.model import Report
+from ..settings import PluginSettings
+from ..state import SyncState, project_key
+from ..sync import SyncResult, annotator_emails, name_annotators, project_summary
+from ..views import ensure_views
+from .baseline import ProjectBaseline, apply_scores, make_baseline, score_tasks
+from .events import Applied, apply_event
+from .mirror import MirrorTask, ProjectMirror
+
+__all__ = ["LiveProject", "LiveRunner", "LiveOutcome", "RECONCILE"]
+
+#: The stored event that asks for a full read (enqueued by the reconciler and ``connect``).
+RECONCILE = "RECONCILE"
+
+
+@dataclass
+class LiveOutcome:
+    """What one job did to one project."""
+
+    mode: str                          # "full", "events" or "rebaseline"
+    n_events: int = 0
+    touched: list[int] = field(default_factory=list)
+    written: list[int] = field(default_factory=list)
+    republished: list[int] = field(default_factory=list)
+    lost: int = 0
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def _log(stream: TextIO | None, msg: str) -> None:
+    if stream is not None:
+        print(time.strftime("%H:%M:%S ") + msg, file=stream, flush=True)
+
+
+class LiveProject:
+    """Mirror, baseline and pushed values of one served project (see the module docstring).
+
+    Parameters
+    ----------
+    conn : Connection
+    project_id : int
+    settings : PluginSettings
+    state : SyncState
+        Where pushed values are recorded (shared with ``sync``).
+    out_dir : Path
+        The project's report files.
+    """
+
+    def __init__(self, conn: Connection, project_id: int, settings: PluginSettings,
+                 state: SyncState, out_dir: Path, log: TextIO | None = None) -> None:
+        self.conn, self.project_id, self.settings = conn, int(project_id), settings
+        self.state, self.out_dir, self.log = state, Path(out_dir), log
+        self.key = project_key(conn.url, self.project_id)
+        self.mirror: ProjectMirror | None = None
+        self.base: ProjectBaseline | None = None
+        self.config_xml = ""
+        self.title: str | None = None
+        self.pushed: dict[int, Desired | None] = {}
+        self.names: dict[str, str] = {}
+        self.users: dict[int, str] = {}
+
+    # -- the three ways a job goes ------------------------------------------------------------
+    def run(self, events: list[StoredEvent]) -> LiveOutcome:
+        """Apply stored events (oldest first); a full read when they ask for one."""
+        if self.mirror is None or self.base is None:
+            return self.full("start-up", n_events=len(events))
+        applied = Applied()
+        for ev in events:
+            if ev.action == RECONCILE:
+                applied.reset = applied.reset or "reconcile"
+                continue
+            try:
+                payload = json.loads(ev.payload or "{}")
+            except json.JSONDecodeError:
+                applied.reset = applied.reset or f"event {ev.id}: stored payload unreadable"
+                continue
+            if isinstance(payload, Mapping):
+                applied.merge(apply_event(self.mirror, payload))
+        if applied.reset:
+            return self.full(applied.reset, n_events=len(events))
+        t0 = time.perf_counter()
+        if applied.fetch:
+            got = {int(t["id"]): t for t in self.conn.export_tasks(self.project_id, sorted(applied.fetch))}
+            for tid in sorted(applied.fetch):
+                if tid in got:
+                    self.mirror.put_task(MirrorTask.of(got[tid]))
+                else:
+                    self.mirror.delete_tasks([tid])
+                    applied.deleted.add(tid)
+            applied.touched |= applied.fetch - applied.deleted
+        self.base.events_since += len(events)
+        if self.base.events_since >= self.settings.sync.rebaseline_events:
+            return self.rebaseline(f"{self.base.events_since} events", n_events=len(events),
+                                   extra=applied.touched | applied.deleted)
+        scores = score_tasks(self.base, self.mirror, applied.touched)
+        apply_scores(self.base.report, scores, applied.deleted)
+        t1 = time.perf_counter()
+        out = LiveOutcome("events", n_events=len(events), touched=sorted(applied.touched | applied.deleted))
+        pushed = self._push(self._plan(applied.touched | applied.deleted))
+        out.written = pushed.written
+        out.timings = {"score": t1 - t0, "push": time.perf_counter() - t1}
+        self._files()
+        return out
+
+    def full(self, reason: str, n_events: int = 0) -> LiveOutcome:
+        """Read the whole project, repair the mirror, make a baseline, write what differs."""
+        t0 = time.perf_counter()
+        project = self.conn.get_project(self.project_id)
+        tasks = self.conn.export_tasks(self.project_id)
+        t1 = time.perf_counter()
+        include = self.settings.report.include_predictions
+        lost = 0
+        if self.mirror is not None and project.get("label_config") == self.config_xml:
+            diff = self.mirror.diff(tasks)
+            lost = diff.n
+            if lost:
+                _log(self.log, f"project {self.project_id}: reconcile found {lost} difference(s) the "
+                               f"events did not bring (lost events): tasks {sorted(diff.tasks)[:10]}")
+        self.config_xml = project.get("label_config") or ""
+        self.title = project.get("title")
+        if not self.config_xml.strip():
+            raise BadInput(f"project {self.project_id} has no labeling config")
+        self.mirror = ProjectMirror(include)
+        self.mirror.fill(tasks)
+        self.users = self.conn.users()
+        self.names = {str(i): e for i, e in self.users.items() if e}
+        self.pushed = {int(t["id"]): current_of(t) for t in tasks}
+        self.base = self._baseline(reason)
+        t2 = time.perf_counter()
+        pushed = self._push(self._plan(self.mirror.tasks))
+        out = LiveOutcome("full", n_events=n_events, touched=sorted(self.mirror.tasks),
+                          written=pushed.written, lost=lost)
+        if self.settings.sync.views:
+            ensure_views(self.conn, self.project_id, annotator_emails(self.base.report, self.users))
+        self._files()
+        out.timings = {"read": t1 - t0, "baseline": t2 - t1, "push": time.perf_counter() - t2}
+        return out
+
+    def rebaseline(self, reason: str, n_events: int = 0, extra: set[int] | None = None) -> LiveOutcome:
+        """A new baseline from the mirror; republish the tasks whose values it changes."""
+        assert self.mirror is not None
+        t0 = time.perf_counter()
+        self.base = self._baseline(reason)
+        t1 = time.perf_counter()
+        plan = self._plan(self.mirror.tasks)
+        gone = [Write(t, "", None, {}) for t in sorted(extra or ()) if t not in self.mirror.tasks
+                and self.pushed.get(t) is not None]
+        pushed = self._push(plan + gone)
+        moved = set(pushed.written) - (extra or set())
+        out = LiveOutcome("rebaseline", n_events=n_events, touched=sorted(extra or ()),
+                          written=pushed.written, republished=sorted(moved))
+        self._files()
+        out.timings = {"baseline": t1 - t0, "push": time.perf_counter() - t1}
+        return out
+
+    # -- parts ---------------------------------------------------------------------------------
+    def _baseline(self, reason: str) -> ProjectBaseline:
+        assert self.mirror is not None
+        try:
+            base = make_baseline(self.config_xml, self.mirror, self.settings.report, reason=reason)
+        except LabelStudioError:
+            raise
+        except ValueError as exc:   # AdapterError and engine input errors are ValueErrors
+            raise BadInput(f"project {self.project_id}: cannot compute agreement: {exc}") from exc
+        name_annotators(base.report, self.names)
+        base.quality = annotator_quality(base.report)   # with the annotators' names, as sync has them
+        return base
+
+    def desired(self, task_id: int) -> Desired | None:
+        """What one task should carry now (None: no agreement on it, or deleted)."""
+        assert self.mirror is not None and self.base is not None
+        task = self.mirror.tasks.get(int(task_id))
+        if task is None:
+            return None
+        return desired_for(self.base.report, int(task_id), task.fingerprint(self.mirror.include_predictions),
+                           self.names, self.base.quality)
+
+    def _plan(self, task_ids: Any) -> list[Write]:
+        """Writes for the tasks whose desired values differ from what they carry."""
+        assert self.mirror is not None
+        out = []
+        for tid in sorted(int(t) for t in task_ids):
+            want = self.desired(tid)
+            have = self.pushed.get(tid)
+            if tid not in self.mirror.tasks:
+                if have is not None:
+                    out.append(Write(tid, "", None, {}))
+                else:
+                    self.pushed.pop(tid, None)
+                continue
+            if needs_write(want, have):
+                task = self.mirror.tasks[tid]
+                fp = task.fingerprint(self.mirror.include_predictions)
+                out.append(Write(tid, fp, want, dict(task.data)))
+        return out
+
+    def _push(self, writes: list[Write]) -> PushOutcome:
+        def record(w: Write) -> None:
+            self.pushed[w.task_id] = w.desired
+            if w.desired is None:
+                self.state.forget_tasks(self.key, [w.task_id])
+            else:
+                self.state.record_tasks(self.key, [(w.task_id, w.fingerprint,
+                                                    {"data": w.desired.data, "meta": w.desired.meta})], None)
+
+        if not writes:
+            return PushOutcome()
+        opts = self.settings.sync
+        out = push(self.conn, self.project_id, writes, workers=opts.workers, chunk=opts.chunk,
+                   on_written=record)
+        for tid in out.vanished:
+            self.pushed.pop(tid, None)
+        self.state.forget_tasks(self.key, out.vanished)
+        return out
+
+    def _files(self) -> dict[str, Path]:
+        assert self.base is not None
+        self.base.report.baseline = self.base.info()
+        header = {"server": self.conn.url, "project": self.project_id, "project_title": self.title,
+                  "generated_at": int(time.time())}
+        paths = write_reports(self.out_dir, self.base.report, header)
+        self.state.save_project(self.key, {**header, "controls": project_summary(self.base.report)})
+        return paths
+
+    @property
+    def report(self) -> Report | None:
+        return None if self.base is None else self.base.report
+
+
+class LiveRunner:
+    """The worker's runner for ``serve``: one :class:`LiveProject` per served project.
+
+    Called with a claimed :class:`~ls_agreement.plugin.jobs.Job`, it applies the project's
+    stored events and drops them once their tasks are written (a failed job keeps them:
+    applying them again gives the same mirror).
+    """
+
+    takes_job = True
+
+    def __init__(self, url: str, token: str, settings: PluginSettings, queue: JobQueue,
+                 state_path: Path | str, out_root: Path | str, log: TextIO | None = sys.stderr) -> None:
+        opts = settings.sync
+        self.conn = Connection(url, token, timeout=opts.timeout,
+                               retry=RetryPolicy(attempts=opts.attempts, base=opts.backoff),
+                               pool=max(4, opts.workers * 2))
+        self.settings, self.queue, self.log = settings, queue, log
+        self.state_path, self.out_root = Path(state_path), Path(out_root)
+        self._state: SyncState | None = None   # opened in the worker thread (SQLite is per thread)
+        self.projects: dict[int, LiveProject] = {}
+        self.last: dict[int, LiveOutcome] = {}
+
+    def project(self, project_id: int) -> LiveProject:
+        pid = int(project_id)
+        if pid not in self.projects:
+            if self._state is None:
+                self._state = SyncState(self.state_path)
+            self.projects[pid] = LiveProject(self.conn, pid, self.settings, self._state,
+                                             self.out_root / f"project-{pid}", self.log)
+        return self.projects[pid]
+
+    def __call__(self, job: Job) -> SyncResult:
+        t0 = time.perf_counter()
+        events = self.queue.events(job.project_id)
+        proj = self.project(job.project_id)
+        try:
+            out = proj.run(events)
+        except BaseException:
+            # the mirror may hold half-applied events: the next job starts from a full read
+            proj.mirror = proj.base = None
+            raise
+        if events:
+            self.queue.drop_events(job.project_id, events[-1].id)
+        self.queue.add_live_stats(job.project_id, lost=out.lost, republished=len(out.republished),
+                                  baselines=int(out.mode != "events"))
+        self.last[job.project_id] = out
+        assert proj.base is not None and proj.mirror is not None
+        report = proj.base.report
+        return SyncResult(project_id=proj.project_id, url=self.conn.url, report=report,
+                          report_paths={"report": proj.out_dir / "report.json"},
+                          n_tasks=len(proj.mirror), n_written=len(out.written),
+                          skipped=len(out.touched) - len(out.written), written=out.written,
+                          state_path=self.state_path,
+                          timings={**out.timings, "total": time.perf_counter() - t0},
+                          calls=dict(self.conn.calls), warnings=list(report.warnings))
+
+    def close(self) -> None:
+        if self._state is not None:
+            self._state.close()
+        self.conn.close()
