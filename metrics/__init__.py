@@ -37,3 +37,8 @@ from .gwet import CacResult
 from .distances.registry import KINDS, canonical_kind
 
 __all__ += ["Result", "CacResult", "KINDS", "canonical_kind"]
+# Agreement with a reference (ground truth, humans for a model) and error types of regions (issue 13).
+from .reference import ReferenceResult, agreement_with_reference
+from .error_types import ErrorTypesResult, error_types
+
+__all__ += ["agreement_with_reference", "ReferenceResult", "error_types", "ErrorTypesResult"]

@@ -64,6 +64,7 @@ class ObservedCells:
     _full_index: np.ndarray | None = field(default=None, repr=False)
     _cell_start: np.ndarray | None = field(default=None, repr=False)
     _pairs: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
+    _pair_d: np.ndarray | None = field(default=None, repr=False)
     _sides: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = field(default=None, repr=False)
 
     @property
@@ -82,8 +83,15 @@ class ObservedCells:
         """The distance of every pair of :meth:`pairs`, shape (n_pairs,), read off its cell."""
         if not self.pooled:
             return self.d
-        i, j = self.pairs()
-        return self.d[self.pair_cells(i, j)]
+        if self._pair_d is None:  # millions of entries in a crowd project: built once, on demand
+            i, j = self.pairs()
+            self._pair_d = self.d[self.pair_cells(i, j)]
+        return self._pair_d
+
+    def distribution(self) -> tuple[np.ndarray, np.ndarray | None]:
+        """``(distances, weights)`` of the observed pairs without listing them: the cells' distances
+        and pair counts when pooled (shape (k,) each), else every pair's distance and None."""
+        return (self.d, self.weight) if self.pooled else (self.d, None)
 
     def pair_cells(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
         """The cell of each within-item pair ``(i, j)`` of value rows, shape (n,) (pooled cells)."""

@@ -9,7 +9,7 @@ when many annotators share items — and expanded to one entry per pair only on 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -37,14 +37,11 @@ class AlphaCore:
     d_o: float
     d_e: float
     alpha: float
-    _observed: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def observed(self) -> np.ndarray:
-        """Observed distances, one per pair of ``(i, j)``; shape (n_pairs,)."""
-        if self._observed is None:
-            self._observed = self.cells.pair_distances()
-        return self._observed
+        """Observed distances, one per pair of ``(i, j)``; shape (n_pairs,) (built once, by the cells)."""
+        return self.cells.pair_distances()
 
     @property
     def i(self) -> np.ndarray:

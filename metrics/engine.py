@@ -51,7 +51,9 @@ class AgreementResult(Result):
     n_items, n_pairs, n_expected_pairs : int
         Items with pairs, observed pairs, chance pairs behind ``expected``.
     observed : ndarray, shape (n_pairs,)
-        Observed (within-item) distances (docs/formulas.md §1).
+        Property: observed (within-item) distances, one per pair (docs/formulas.md §1),
+        listed on first use (a crowd project has millions); :meth:`observed_distribution`
+        gives them pooled with counts.
     expected : ndarray, shape (k,)
         Chance (between-item) distances.
     expected_weights : ndarray, shape (k,), or None
@@ -84,7 +86,6 @@ class AgreementResult(Result):
     n_items: int
     n_pairs: int
     n_expected_pairs: int
-    observed: np.ndarray
     expected: np.ndarray
     expected_weights: np.ndarray | None
     per_item: pd.DataFrame
@@ -106,6 +107,18 @@ class AgreementResult(Result):
     # the observed pairs (ObservedCells): listed pair by pair only when ``pairs`` is read
     _pair_codes: Any = field(default=None, repr=False)
     _labels: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
+
+    @property
+    def observed(self) -> np.ndarray:
+        """Observed distances, one per pair of :attr:`pairs`, shape (n_pairs,)."""
+        return self._pair_codes.pair_distances()
+
+    def observed_distribution(self) -> tuple[np.ndarray, np.ndarray | None]:
+        """``(distances, weights)`` of the observed pairs, as ``expected``/``expected_weights``:
+        distinct (item, value pair) cells with their pair counts when pooled (shape (k,) each),
+        else one distance per pair and None. Sums and histograms over it equal those over
+        :attr:`observed` without listing the pairs."""
+        return self._pair_codes.distribution()
 
     @property
     def pairs(self) -> pd.DataFrame:
@@ -336,7 +349,7 @@ def agreement(
         sigma=sigma,
         threshold=threshold,
         n_items=ct.n_items, n_pairs=int(cells.n_pairs), n_expected_pairs=ex.n_pairs,
-        observed=core.observed, expected=ex.distances, expected_weights=ex.weights,
+        expected=ex.distances, expected_weights=ex.weights,
         per_item=per_item, per_annotator=per_ann, ci=ci, d_o=core.d_o, d_e=d_e,
         distance=dist.name, form=sc.form, p=sc.p, seed=sc.seed, bootstrap=int(bootstrap), ks_method=sc.ks_method,
         expected_exact=ex.exact_distribution, n_values=ct.n_values,

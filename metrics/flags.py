@@ -18,15 +18,17 @@ against a model of the annotators, fitted on the project once:
   maximum-likelihood split of that product over the project's own per-task ``k``.
 * **unusual disagreement** — ``p = P(K ≤ k | A)`` under the model with each annotator's
   own reliability (the tail probability of so few agreeing pairs on an unambiguous task
-  with these annotators). A task is flagged when ``min p`` over its controls, Bonferroni-
-  corrected for the number of controls, is below ``level`` (default 0.01): ordinary tasks
-  are flagged at most at that rate however many controls the project has. This catches
-  ambiguous tasks (careful annotators split) and departures by good annotators far beyond
-  their usual slips.
-* **an unreliable answer that departs** — an annotator with ``q_a < ½`` on a control
-  (more often unsound than sound) is *unreliable* there. The posterior probability, given
+  with these annotators). The task's controls are combined into one test (Fisher's ``Π p``,
+  its tail exact over the controls' discrete null laws, :func:`combined_p_value`); the
+  task is flagged when that is below ``level`` (default 0.01): ordinary tasks are flagged
+  at most at that rate however many controls the project has. This catches ambiguous
+  tasks (careful annotators split in several controls) and departures by good annotators
+  far beyond their usual slips.
+* **an unreliable answer that departs** — an annotator whose ``q_a`` on a control is under
+  half the control's (pair-weighted) median reliability is *unreliable* there. The posterior probability, given
   ``k``, that one of the task's unreliable annotators gave an unsound answer is
-  ``P(departure | k, A)``; the control flags the task when it is at least ``posterior``
+  ``P(departure | k, A)`` (0 when every pair agrees: nobody departs); the control flags
+  the task when it is at least ``posterior``
   (default ½: the flag is more likely right than wrong). So a known-careless annotator's
   departure is caught, while the same pattern from good annotators (an ordinary slip) is
   not, and a careless annotator who agreed with the others is not flagged either.
@@ -45,15 +47,17 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 from scipy import stats
+from scipy.special import ndtr
 
 __all__ = ["FlagModel", "ItemEvidence", "fit_flag_model", "item_evidence", "combine_flags",
            "agreeing_pairs", "combined_p_value", "DEFAULT_LEVEL", "DEFAULT_POSTERIOR", "UNRELIABLE_BELOW"]
 
 DEFAULT_LEVEL = 0.01        # false-flag rate of an ordinary task, all controls together
 DEFAULT_POSTERIOR = 0.5     # flag an unreliable annotator's likely departure from this
-UNRELIABLE_BELOW = 0.5      # reliability under which an annotator is unreliable
+UNRELIABLE_BELOW = 0.5      # unreliable: reliability under this share of the control's median
 _S_GRID = 24                # candidate values of s in the likelihood fit
 _MAX_EXACT_PAIRS = 2000     # beyond, the pair count is read with a normal approximation
+_MAX_SUPPORT = 200_000      # joint outcomes of the exact combination; beyond, Fisher's χ²
 _MAX_FIT_GROUPS = 3000      # distinct (k, n, annotators) tasks used to fit s, most frequent first
 
 
@@ -84,6 +88,7 @@ class ItemEvidence:
     p_value: float
     p_departure: float
     unreliable: tuple[str, ...] = ()
+    null: tuple[float, ...] | None = None   # P(K = j | annotators), j = 0..n (exact tasks only)
 
 
 def agreeing_pairs(sigma: float | None, n_pairs: int) -> int | None:
@@ -93,13 +98,27 @@ def agreeing_pairs(sigma: float | None, n_pairs: int) -> int | None:
     return int(round(sigma * n_pairs))
 
 
-def _sound_counts(qs: Sequence[float]) -> np.ndarray:
-    """P(j of the annotators give a sound answer), j = 0..len(qs) (Poisson-binomial)."""
-    dist = np.zeros(len(qs) + 1)
-    dist[0] = 1.0
-    for k, q in enumerate(qs):
-        dist[1:k + 2] = dist[1:k + 2] * (1 - q) + dist[:k + 1] * q
-        dist[0] *= 1 - q
+def _sound_counts(qs: Sequence[float] | np.ndarray) -> np.ndarray:
+    """P(j of the annotators give a sound answer), j = 0..m (Poisson-binomial).
+
+    Parameters
+    ----------
+    qs : array-like, shape (m,) or (g, m)
+        Reliabilities; each row of a 2-D ``qs`` is its own distribution, computed with the
+        very same operations as alone (the s-grid of the fit in one pass: with a crowd's
+        thousands of annotators on a task, the loop over annotators is the cost).
+
+    Returns
+    -------
+    ndarray, shape (m + 1,) or (g, m + 1)
+    """
+    q = np.asarray(qs, dtype=np.float64)
+    dist = np.zeros(q.shape[:-1] + (q.shape[-1] + 1,))
+    dist[..., 0] = 1.0
+    for k in range(q.shape[-1]):
+        qk = q[..., k:k + 1]
+        dist[..., 1:k + 2] = dist[..., 1:k + 2] * (1 - qk) + dist[..., :k + 1] * qk
+        dist[..., 0] *= 1 - q[..., k]
     return dist
 
 
@@ -110,6 +129,15 @@ def _n_sound_pairs(j: int, n: int, m: int) -> int:
     return int(round(n * j * (j - 1) / (m * (m - 1)))) if m > 1 else 0
 
 
+@lru_cache(maxsize=256)
+def _sound_pairs_by_count(n: int, m: int) -> np.ndarray:
+    """``_n_sound_pairs(j, n, m)`` for j = 0..m, shape (m + 1,), read-only (the same for every s
+    of the fit: computed once per task shape)."""
+    out = np.array([_n_sound_pairs(j, n, m) for j in range(m + 1)], dtype=float)
+    out.flags.writeable = False
+    return out
+
+
 @lru_cache(maxsize=4096)
 def _k_table(n: int, n_in: int, s: float, c: float) -> tuple[np.ndarray, np.ndarray]:
     """pmf and cdf of K = Bin(n_in, s) + Bin(n − n_in, c) over k = 0..n."""
@@ -118,16 +146,28 @@ def _k_table(n: int, n_in: int, s: float, c: float) -> tuple[np.ndarray, np.ndar
     return pmf, np.minimum(np.cumsum(pmf), 1.0)
 
 
-def _likelihood(k: int, n: int, qs: Sequence[float], s: float, c: float) -> tuple[float, float]:
-    """P(K = k | annotators) and P(K ≤ k | annotators) under the answer model."""
+def _null_pmf(n: int, qs: Sequence[float], s: float, c: float) -> np.ndarray:
+    """P(K = j | annotators) for j = 0..n (exact pair counts only)."""
     m = len(qs)
-    js = _sound_counts(qs)
+    out = np.zeros(n + 1)
+    for j, pj in enumerate(_sound_counts(qs)):
+        if pj > 0:
+            out += pj * _k_table(n, _n_sound_pairs(j, n, m), s, c)[0]
+    return out
+
+
+def _likelihood(k: int, n: int, qs: Sequence[float], s: float, c: float,
+                js: np.ndarray | None = None) -> tuple[float, float]:
+    """P(K = k | annotators) and P(K ≤ k | annotators) under the answer model
+    (``js``: ``_sound_counts(qs)`` when already known, shape (len(qs) + 1,))."""
+    m = len(qs)
+    js = _sound_counts(qs) if js is None else js
     if n > _MAX_EXACT_PAIRS:  # many pairs: each K | j is read as a normal (continuity-corrected)
-        j = np.arange(m + 1)
-        n_in = np.array([_n_sound_pairs(int(x), n, m) for x in j], dtype=float)
+        n_in = _sound_pairs_by_count(n, m)
         mean = n_in * s + (n - n_in) * c
         sd = np.sqrt(np.maximum(n_in * s * (1 - s) + (n - n_in) * c * (1 - c), 1e-12))
-        hi, lo = stats.norm.cdf(k + 0.5, mean, sd), stats.norm.cdf(k - 0.5, mean, sd)
+        # stats.norm.cdf(x, mean, sd) is ndtr((x − mean) / sd) for sd > 0, without its per-call checks
+        hi, lo = ndtr(((k + 0.5) - mean) / sd), ndtr(((k - 0.5) - mean) / sd)
         return float(np.dot(js, hi - lo)), float(min(np.dot(js, hi), 1.0))
     eq = le = 0.0
     for j, pj in enumerate(js):
@@ -159,25 +199,49 @@ def item_evidence(model: FlagModel, k: int, n: int, annotators: Sequence[str]) -
     p_eq, p_le = _likelihood(k, n, qs, s, c)
     bad = [i for i, q in enumerate(qs) if q < model.unreliable_below]
     p_dep = 0.0
-    if bad and p_eq > 0:
+    if bad and p_eq > 0 and k < n:  # with every pair agreeing, nobody departs
         # P(k, every unreliable annotator sound) = Π q_bad · P(k | those forced sound)
         forced = [1.0 if i in bad else q for i, q in enumerate(qs)]
         p_all_sound = math.prod(qs[i] for i in bad) * _likelihood(k, n, forced, s, c)[0]
         p_dep = min(max(1.0 - p_all_sound / p_eq, 0.0), 1.0)
+    null = tuple(float(x) for x in _null_pmf(n, qs, s, c)) if n <= _MAX_EXACT_PAIRS else None
     return ItemEvidence(k=k, n=n, p_value=p_le, p_departure=p_dep,
-                        unreliable=tuple(ids[i] for i in bad))
+                        unreliable=tuple(ids[i] for i in bad), null=null)
 
 
-def combined_p_value(p_values: Sequence[float]) -> float:
-    """Fisher's combination of the controls' tail probabilities: ``P(χ²(2m) ≥ −2 Σ ln p)``.
+def combined_p_value(p_values: Sequence[float],
+                     nulls: Sequence[Sequence[float] | None] | None = None) -> float:
+    """One tail probability for a task from its controls' tail probabilities.
 
-    One test per task, so its false-flag rate stays at ``level`` however many controls
-    there are (the controls' slips are independent given the annotators); discrete p-values
-    make it conservative."""
+    The statistic is Fisher's ``Π p``. With every control's null distribution of ``K``
+    (``nulls``: ``P(K = j)``, j = 0..n), the combination is exact: ``P(Π P_c ≤ Π p_c)``
+    with the controls' p-values drawn independently from their discrete null laws (the
+    controls' slips are independent given the annotators). Otherwise, or past
+    :data:`_MAX_SUPPORT` joint outcomes, Fisher's ``P(χ²(2m) ≥ −2 Σ ln p)``, conservative
+    for discrete p-values. Either way there is one test per task, so its false-flag rate
+    stays at the level however many controls there are.
+    """
     ps = [min(max(float(p), 1e-300), 1.0) for p in p_values]
     if not ps:
         return 1.0
-    return float(stats.chi2.sf(-2.0 * sum(math.log(p) for p in ps), 2 * len(ps)))
+    observed = sum(math.log(p) for p in ps)
+    fisher = float(stats.chi2.sf(-2.0 * observed, 2 * len(ps)))
+    if nulls is None or any(x is None for x in nulls) or len(nulls) != len(ps):
+        return fisher
+    support = np.zeros(1)   # log Π P over the joint outcomes so far (rounded), and their mass
+    mass = np.ones(1)
+    for null in nulls:
+        pmf = np.asarray(null, dtype=float)
+        logp = np.log(np.clip(np.minimum(np.cumsum(pmf), 1.0), 1e-300, 1.0))
+        keep = pmf > 0
+        support = (support[:, None] + logp[keep][None, :]).ravel()
+        mass = (mass[:, None] * pmf[keep][None, :]).ravel()
+        # merge equal products (rounded down a little: never less conservative)
+        support, inverse = np.unique(np.floor(support * 1e6) / 1e6, return_inverse=True)
+        mass = np.bincount(inverse.ravel(), weights=mass)
+        if support.size > _MAX_SUPPORT:
+            return fisher
+    return float(min(mass[support <= observed + 1e-9].sum(), 1.0))
 
 
 def combine_flags(evidence: Mapping[str, ItemEvidence], level: float = DEFAULT_LEVEL,
@@ -194,7 +258,8 @@ def combine_flags(evidence: Mapping[str, ItemEvidence], level: float = DEFAULT_L
     """
     names = names or {}
     out: dict[str, str] = {}
-    p_all = combined_p_value([ev.p_value for ev in evidence.values()])
+    p_all = combined_p_value([ev.p_value for ev in evidence.values()],
+                             [ev.null for ev in evidence.values()])
     for name, ev in evidence.items():
         why = []
         if p_all < level and ev.p_value < 0.5:
@@ -276,13 +341,20 @@ def fit_flag_model(annotators: Mapping[str, tuple[float | None, int]], chance: f
 
     if not groups or t_max - t_min < 1e-9:
         return model(t_max if t_min >= t_max else t_min)
+    fms = [model(float(t)) for t in np.linspace(t_min, t_max, _S_GRID)]
+    lls = [0.0] * len(fms)
+    # q of every annotator under every s, shape (_S_GRID, len(ids) + 1): the last column is the
+    # default an unseen annotator gets (a crowd task has thousands of annotators to look up)
+    q_grid = np.array([[fm.reliability[a] for a in ids] + [fm.default_reliability] for fm in fms])
+    column = {a: x for x, a in enumerate(ids)}
+    for (k, n, ann), times in groups.most_common(_MAX_FIT_GROUPS):
+        cols = [column.get(a, len(ids)) for a in ann] if len(ann) >= 2 else [len(ids)] * 2
+        qs = q_grid[:, cols]
+        js = _sound_counts(qs)  # every s of the grid at once, shape (_S_GRID, m + 1)
+        for g, fm in enumerate(fms):
+            lls[g] += times * math.log(max(_likelihood(k, n, qs[g], fm.same, c, js[g])[0], 1e-300))
     best, best_ll = None, -math.inf
-    for t in np.linspace(t_min, t_max, _S_GRID):
-        fm = model(float(t))
-        ll = 0.0
-        for (k, n, ann), times in groups.most_common(_MAX_FIT_GROUPS):
-            qs = [fm.q(a) for a in ann] if len(ann) >= 2 else [fm.default_reliability] * 2
-            ll += times * math.log(max(_likelihood(k, n, qs, fm.same, c)[0], 1e-300))
+    for fm, ll in zip(fms, lls):
         if ll > best_ll:
             best, best_ll = fm, ll
     return best

@@ -137,6 +137,7 @@ class Connection:
         # Data Manager actions per project and the measured PATCH concurrency.
         self._dm_actions: dict[int, frozenset[str]] = {}
         self.patch_workers: int | None = None
+        self._lean_patch = True   # see update_task
         limits = httpx.Limits(max_connections=pool, max_keepalive_connections=pool)
         http = httpx.Client(timeout=timeout, follow_redirects=True, limits=limits)
         self._http = http  # ours to close; the SDK only borrows it
@@ -268,15 +269,31 @@ class Connection:
 
     def update_task(self, task_id: int, *, data: dict[str, Any] | None = None,
                     meta: dict[str, Any] | None = None) -> None:
-        """PATCH a task's ``data`` and/or ``meta`` (each replaces the whole dict)."""
+        """PATCH a task's ``data`` and/or ``meta`` (each replaces the whole dict).
+
+        Sent with ``?review=true``: Label Studio 1.23 loads the task for a PATCH through
+        its Data Manager queryset, by default with every computed column (``all_fields``);
+        with ``review`` only two (tasks/api.py ``TaskAPI.get_queryset``). The write and its
+        answer are the same, the server's time per PATCH ≈15 % lower (125 vs 146 ms
+        measured). Should a server refuse the parameter (4xx other than 404), the PATCH is
+        repeated without it, and it is not sent again on this connection.
+        """
         kwargs: dict[str, Any] = {}
         if data is not None:
             kwargs["data"] = data
         if meta is not None:
             kwargs["meta"] = meta
-        self.call(f"writing task {task_id}", "PATCH", self.sdk.tasks.update,
-                  str(task_id), not_found=f"task {task_id} was deleted during the sync",
-                  **kwargs)
+        what = f"writing task {task_id}"
+        gone = f"task {task_id} was deleted during the sync"
+        if self._lean_patch:
+            try:
+                self.call(what, "PATCH", self.sdk.tasks.update, str(task_id), not_found=gone,
+                          request_options={"additional_query_parameters": {"review": "true"}},
+                          **kwargs)
+                return
+            except (AuthError, RequestRejected):
+                self._lean_patch = False
+        self.call(what, "PATCH", self.sdk.tasks.update, str(task_id), not_found=gone, **kwargs)
 
     def dm_actions(self, project_id: int) -> frozenset[str]:
         """Ids of the Data Manager actions this token may run on the project.

@@ -195,8 +195,12 @@ class SyncOptions:
     meta: bool = True
     bulk: bool = True
     # The live service (plugin/live) rescores events against a frozen project baseline and
-    # makes a new one after this many events (and at every reconcile), never per event.
-    rebaseline_events: int = 500
+    # makes a new one after this many events (and at every reconcile), never per event; a
+    # new baseline is computed beside the event path and republishes what it moved, once.
+    rebaseline_events: int = 1000
+    # Between baselines the report files (report.json, the quality page) are rewritten at
+    # most this often: on a big project writing them costs more than rescoring an event.
+    report_every: float = 30.0
 
     @classmethod
     def from_mapping(cls, d: Mapping[str, Any]) -> "SyncOptions":

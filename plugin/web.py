@@ -219,7 +219,8 @@ class Handler(BaseHTTPRequestHandler):
                 "uptime": round(time.time() - app.started_at, 1),
                 "jobs": app.queue.counts(), "projects": sorted(set(app.projects())),
                 # per project: differences reconciles found (lost events), republished tasks
-                "live": {str(k): v for k, v in app.queue.live_stats().items()}})
+                "live": {str(k): v for k, v in app.queue.live_stats().items()},
+                "webhooks": app.receiver.ack_stats()})
         if path.rstrip("/") == "/jobs":
             q = parse_qs(url.query)
             try:

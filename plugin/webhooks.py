@@ -19,13 +19,16 @@ from __future__ import annotations
 
 import hmac
 import json
-from dataclasses import dataclass
+import time
+from collections import deque
+from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from .jobs import JobBackend
 
 SECRET_HEADER = "X-LS-Agreement-Secret"
-MAX_BODY = 50 * 1024 * 1024   # a TASKS_CREATED payload of a big import can be large
+MAX_BODY = 50 * 1024 * 1024
+ACK_WINDOW = 10_000   # a TASKS_CREATED payload of a big import can be large
 
 SYNC_ACTIONS = frozenset({
     "ANNOTATION_CREATED", "ANNOTATIONS_CREATED", "ANNOTATION_UPDATED", "ANNOTATIONS_DELETED",
@@ -194,9 +197,28 @@ class Receiver:
     secret: str | None = None
     accepts: Callable[[int], bool] | None = None
     on_accept: Callable[[Event], None] | None = None
+    # seconds from receiving a body to answering it, last ACK_WINDOW requests (``/health``)
+    ack_seconds: deque[float] = field(default_factory=lambda: deque(maxlen=ACK_WINDOW))
+    n_requests: int = 0
 
     def handle(self, headers: Any, body: bytes) -> tuple[int, dict[str, Any]]:
         """One webhook request → (HTTP status, JSON body). Never raises."""
+        t0 = time.perf_counter()
+        try:
+            return self._handle(headers, body)
+        finally:
+            self.ack_seconds.append(time.perf_counter() - t0)
+            self.n_requests += 1
+
+    def ack_stats(self) -> dict[str, float | int | None]:
+        """Answer times of the recent requests: count, median, p99 and max in seconds."""
+        xs = sorted(self.ack_seconds)
+        if not xs:
+            return {"n": self.n_requests, "p50": None, "p99": None, "max": None}
+        return {"n": self.n_requests, "p50": round(xs[len(xs) // 2], 4),
+                "p99": round(xs[min(len(xs) - 1, int(len(xs) * 0.99))], 4), "max": round(xs[-1], 4)}
+
+    def _handle(self, headers: Any, body: bytes) -> tuple[int, dict[str, Any]]:
         try:
             authenticate(headers, self.secret)
             event = parse_event(body)

@@ -135,14 +135,16 @@ def run(args: argparse.Namespace) -> int:
             raise BadInput(str(exc)) from exc
         try:
             queue.add_project(args.project, "connect", hook_id)
-            # a running service fills its mirror of the project with a full read now
-            queue.enqueue(args.project, "connect", action="RECONCILE")
             if args.no_sync:
+                # a running service fills its mirror of the project with a full read now
+                queue.enqueue(args.project, "connect", action="RECONCILE")
                 return EXIT_OK
             res = sync_project(args.url, args.token, args.project, settings,
                                state_path=args.state, progress=not args.quiet,
                                out_dir=Path(args.out) / f"project-{args.project}")
             queue.set_latest(args.project, str(res.report_paths["report"]), summarize(res))
+            # after the sync's files: a running service fills its mirror with a full read now
+            queue.enqueue(args.project, "connect", action="RECONCILE")
         finally:
             queue.close()
     except LabelStudioError as exc:

@@ -156,7 +156,7 @@ def score_tasks(base: ProjectBaseline, mirror: ProjectMirror, task_ids: Iterable
                 continue
             for item, entry in _entries(rep, item_scores(table, b), table).items():
                 out.setdefault(item, {})[name] = entry
-    return out
+    return out   # flags are set by apply_scores (the rule reads the task's entries together)
 
 
 def apply_scores(report: Report, scores: TaskScores, deleted: Iterable[int] = ()) -> list[str]:
@@ -178,6 +178,6 @@ def apply_scores(report: Report, scores: TaskScores, deleted: Iterable[int] = ()
                 ctl.items[tid] = entry
     subset = {name: replace(ctl, items={t: ctl.items[t] for t in scores if t in ctl.items})
               for name, ctl in report.controls.items()}
-    report.tasks.update(project_tasks(subset))
+    report.tasks.update(project_tasks(subset, report.settings))
     return changed
 

@@ -11,19 +11,26 @@ Per project it keeps a :class:`~.mirror.ProjectMirror` and a
 - **events** update the mirror from their payloads (a GET of the task when a payload is
   incomplete) and rescore only the touched tasks against the current baseline; only
   those are written, and only when their values changed;
-- after ``[sync] rebaseline_events`` events a **new baseline** is made from the mirror
-  (no server read) and the tasks whose pushed values it changes are republished, once.
+- after ``[sync] rebaseline_events`` events a **new baseline** is made from a snapshot of
+  the mirror (no server read) in a background thread, while events go on being rescored
+  against the current one. When it is ready (a ``BASELINE`` event wakes the worker), the
+  tasks touched since the snapshot are rescored against it and every task whose pushed
+  values it changes is republished, once per baseline. A reconcile does the same after its
+  full read; only the very first baseline of a project is made on the event path.
 
 docs/design.md, "Live path", has the reasoning.
 """
 from __future__ import annotations
 
+import copy
 import json
 import sys
+import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, TextIO
+from typing import Any, Callable, Mapping, TextIO
 
 from ..annotator_report import annotator_quality, write_reports
 from ..client import BadInput, Connection, LabelStudioError, RetryPolicy
@@ -42,6 +49,8 @@ __all__ = ["LiveProject", "LiveRunner", "LiveOutcome", "RECONCILE"]
 
 #: The stored event that asks for a full read (enqueued by the reconciler and ``connect``).
 RECONCILE = "RECONCILE"
+#: The stored event a finished background baseline enqueues to be swapped in.
+BASELINE = "BASELINE"
 
 
 @dataclass
@@ -77,7 +86,8 @@ class LiveProject:
     """
 
     def __init__(self, conn: Connection, project_id: int, settings: PluginSettings,
-                 state: SyncState, out_dir: Path, log: TextIO | None = None) -> None:
+                 state: SyncState, out_dir: Path, log: TextIO | None = None,
+                 wake: Callable[[], None] | None = None) -> None:
         self.conn, self.project_id, self.settings = conn, int(project_id), settings
         self.state, self.out_dir, self.log = state, Path(out_dir), log
         self.key = project_key(conn.url, self.project_id)
@@ -88,6 +98,13 @@ class LiveProject:
         self.pushed: dict[int, Desired | None] = {}
         self.names: dict[str, str] = {}
         self.users: dict[int, str] = {}
+        # a baseline being made beside the event path, and what events touched meanwhile
+        self.wake = wake
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"ls-agreement-baseline-{project_id}")
+        self._next: Future[ProjectBaseline] | None = None
+        self._next_touched: set[int] = set()
+        self._next_events = 0
+        self._files_at = 0.0
 
     # -- the three ways a job goes ------------------------------------------------------------
     def run(self, events: list[StoredEvent]) -> LiveOutcome:
@@ -99,6 +116,8 @@ class LiveProject:
             if ev.action == RECONCILE:
                 applied.reset = applied.reset or "reconcile"
                 continue
+            if ev.action == BASELINE:
+                continue            # only wakes the worker: the swap below happens anyway
             try:
                 payload = json.loads(ev.payload or "{}")
             except json.JSONDecodeError:
@@ -118,17 +137,23 @@ class LiveProject:
                     self.mirror.delete_tasks([tid])
                     applied.deleted.add(tid)
             applied.touched |= applied.fetch - applied.deleted
-        self.base.events_since += len(events)
-        if self.base.events_since >= self.settings.sync.rebaseline_events:
-            return self.rebaseline(f"{self.base.events_since} events", n_events=len(events),
-                                   extra=applied.touched | applied.deleted)
+        n_real = sum(ev.action != BASELINE for ev in events)
+        self.base.events_since += n_real
+        touched = applied.touched | applied.deleted
+        if self._next is not None:
+            self._next_touched |= touched
+            self._next_events += n_real
         scores = score_tasks(self.base, self.mirror, applied.touched)
         apply_scores(self.base.report, scores, applied.deleted)
         t1 = time.perf_counter()
-        out = LiveOutcome("events", n_events=len(events), touched=sorted(applied.touched | applied.deleted))
-        pushed = self._push(self._plan(applied.touched | applied.deleted))
+        out = LiveOutcome("events", n_events=len(events), touched=sorted(touched))
+        pushed = self._push(self._plan(touched))
         out.written = pushed.written
         out.timings = {"score": t1 - t0, "push": time.perf_counter() - t1}
+        if self._next is not None and self._next.done():
+            return self._swap(out)
+        if self._next is None and self.base.events_since >= self.settings.sync.rebaseline_events:
+            self._start_baseline(f"{self.base.events_since} events")
         self._files()
         return out
 
@@ -139,7 +164,7 @@ class LiveProject:
         tasks = self.conn.export_tasks(self.project_id)
         t1 = time.perf_counter()
         include = self.settings.report.include_predictions
-        lost = 0
+        lost, diff = 0, None
         if self.mirror is not None and project.get("label_config") == self.config_xml:
             diff = self.mirror.diff(tasks)
             lost = diff.n
@@ -150,11 +175,27 @@ class LiveProject:
         self.title = project.get("title")
         if not self.config_xml.strip():
             raise BadInput(f"project {self.project_id} has no labeling config")
+        first = self.base is None or diff is None
         self.mirror = ProjectMirror(include)
         self.mirror.fill(tasks)
         self.users = self.conn.users()
         self.names = {str(i): e for i, e in self.users.items() if e}
         self.pushed = {int(t["id"]): current_of(t) for t in tasks}
+        self._next = None        # a baseline of the mirror before this read is stale
+        if not first:
+            # serve events against the current baseline while the new one is made
+            assert self.base is not None
+            self._start_baseline(reason)
+            assert diff is not None
+            # what the events missed, against the current baseline; the new baseline's swap
+            # then compares every task with what the read found on the server
+            apply_scores(self.base.report, score_tasks(self.base, self.mirror, diff.added + diff.changed),
+                         diff.removed)
+            out = LiveOutcome("full", n_events=n_events, touched=sorted(diff.tasks), lost=lost)
+            out.written = self._push(self._plan(diff.tasks)).written
+            out.timings = {"read": t1 - t0, "push": time.perf_counter() - t1}
+            self._files()
+            return out
         self.base = self._baseline(reason)
         t2 = time.perf_counter()
         pushed = self._push(self._plan(self.mirror.tasks))
@@ -162,32 +203,62 @@ class LiveProject:
                           written=pushed.written, lost=lost)
         if self.settings.sync.views:
             ensure_views(self.conn, self.project_id, annotator_emails(self.base.report, self.users))
-        self._files()
+        self._files(force=True)
         out.timings = {"read": t1 - t0, "baseline": t2 - t1, "push": time.perf_counter() - t2}
         return out
 
-    def rebaseline(self, reason: str, n_events: int = 0, extra: set[int] | None = None) -> LiveOutcome:
-        """A new baseline from the mirror; republish the tasks whose values it changes."""
+    # -- baselines beside the event path --------------------------------------------------------
+    def _start_baseline(self, reason: str) -> None:
+        """Make a new baseline from a snapshot of the mirror in the background."""
         assert self.mirror is not None
+        snapshot = self.mirror.export()    # events replace, never mutate, what it refers to
+        include = self.mirror.include_predictions
+        config = self.config_xml
+
+        def make() -> ProjectBaseline:
+            mirror = ProjectMirror(include)
+            mirror.fill(snapshot)
+            try:
+                return self._baseline(reason, mirror, config)
+            finally:
+                if self.wake is not None:
+                    self.wake()
+
+        self._next_touched, self._next_events = set(), 0
+        self._next = self._pool.submit(make)
+
+    def baseline_ready(self) -> bool:
+        return self._next is not None and self._next.done()
+
+    def _swap(self, out: LiveOutcome | None = None) -> LiveOutcome:
+        """Put a finished background baseline in place; republish what it moved."""
+        assert self._next is not None and self.mirror is not None
+        fut, self._next = self._next, None
         t0 = time.perf_counter()
-        self.base = self._baseline(reason)
+        new = fut.result()        # a failure is the job's failure; the old baseline stays
+        touched = self._next_touched
+        stale = {int(t) for t in new.report.tasks} | {int(t) for c in new.report.controls.values() for t in c.items}
+        deleted = stale - set(self.mirror.tasks)
+        apply_scores(new.report, score_tasks(new, self.mirror, touched), deleted)
+        new.events_since = self._next_events
+        self.base = new
         t1 = time.perf_counter()
-        plan = self._plan(self.mirror.tasks)
-        gone = [Write(t, "", None, {}) for t in sorted(extra or ()) if t not in self.mirror.tasks
-                and self.pushed.get(t) is not None]
-        pushed = self._push(plan + gone)
-        moved = set(pushed.written) - (extra or set())
-        out = LiveOutcome("rebaseline", n_events=n_events, touched=sorted(extra or ()),
-                          written=pushed.written, republished=sorted(moved))
-        self._files()
-        out.timings = {"baseline": t1 - t0, "push": time.perf_counter() - t1}
-        return out
+        pushed = self._push(self._plan(set(self.mirror.tasks) | deleted))
+        res = out or LiveOutcome("rebaseline")
+        res.mode = "rebaseline"
+        res.republished = sorted(set(pushed.written) - set(res.touched))
+        res.written = sorted(set(res.written) | set(pushed.written))
+        res.timings = {**res.timings, "swap": t1 - t0, "republish": time.perf_counter() - t1}
+        self._files(force=True)
+        return res
 
     # -- parts ---------------------------------------------------------------------------------
-    def _baseline(self, reason: str) -> ProjectBaseline:
-        assert self.mirror is not None
+    def _baseline(self, reason: str, mirror: ProjectMirror | None = None,
+                  config: str | None = None) -> ProjectBaseline:
+        mirror = mirror if mirror is not None else self.mirror
+        assert mirror is not None
         try:
-            base = make_baseline(self.config_xml, self.mirror, self.settings.report, reason=reason)
+            base = make_baseline(config or self.config_xml, mirror, self.settings.report, reason=reason)
         except LabelStudioError:
             raise
         except ValueError as exc:   # AdapterError and engine input errors are ValueErrors
@@ -203,7 +274,7 @@ class LiveProject:
         if task is None:
             return None
         return desired_for(self.base.report, int(task_id), task.fingerprint(self.mirror.include_predictions),
-                           self.names, self.base.quality)
+                           self.names, self.base.quality, meta=self.settings.sync.meta)
 
     def _plan(self, task_ids: Any) -> list[Write]:
         """Writes for the tasks whose desired values differ from what they carry."""
@@ -225,32 +296,60 @@ class LiveProject:
         return out
 
     def _push(self, writes: list[Write]) -> PushOutcome:
+        done: list[Write] = []
+
         def record(w: Write) -> None:
             self.pushed[w.task_id] = w.desired
-            if w.desired is None:
-                self.state.forget_tasks(self.key, [w.task_id])
-            else:
-                self.state.record_tasks(self.key, [(w.task_id, w.fingerprint,
-                                                    {"data": w.desired.data, "meta": w.desired.meta})], None)
+            done.append(w)
 
         if not writes:
             return PushOutcome()
         opts = self.settings.sync
-        out = push(self.conn, self.project_id, writes, workers=opts.workers, chunk=opts.chunk,
-                   on_written=record)
+        try:
+            out = push(self.conn, self.project_id, writes, workers=opts.workers, chunk=opts.chunk,
+                       on_written=record, bulk=opts.bulk)
+        finally:   # what was written is recorded even when the push stops half-way (one transaction)
+            self.state.forget_tasks(self.key, [w.task_id for w in done if w.desired is None])
+            self.state.record_tasks(self.key, [(w.task_id, w.fingerprint,
+                                                {"data": w.desired.data, "meta": w.desired.meta})
+                                               for w in done if w.desired is not None], None)
         for tid in out.vanished:
             self.pushed.pop(tid, None)
         self.state.forget_tasks(self.key, out.vanished)
         return out
 
-    def _files(self) -> dict[str, Path]:
+    def _files(self, force: bool = False) -> None:
+        """Rewrite the report files: at baselines, else at most every ``report_every`` s."""
         assert self.base is not None
+        if not force and time.monotonic() - self._files_at < self.settings.sync.report_every:
+            return
+        self._files_at = time.monotonic()
         self.base.report.baseline = self.base.info()
         header = {"server": self.conn.url, "project": self.project_id, "project_title": self.title,
                   "generated_at": int(time.time())}
-        paths = write_reports(self.out_dir, self.base.report, header)
+        write_reports(self.out_dir, self.base.report, header)
         self.state.save_project(self.key, {**header, "controls": project_summary(self.base.report)})
-        return paths
+
+    def mismatches(self, tasks: Any) -> list[str]:
+        """Tasks (as exported now) whose values differ from a sync from scratch at the
+        current baseline: a fresh mirror of ``tasks``, every task rescored. Empty when the
+        event path left every task as a full sync would."""
+        assert self.base is not None
+        tasks = list(tasks)
+        fresh = ProjectMirror(self.settings.report.include_predictions)
+        fresh.fill(tasks)
+        report = copy.deepcopy(self.base.report)
+        stale = {int(t) for t in report.tasks} | {int(t) for c in report.controls.values() for t in c.items}
+        apply_scores(report, score_tasks(self.base, fresh, fresh.tasks), stale - set(fresh.tasks))
+        bad = []
+        for task in tasks:
+            tid = int(task["id"])
+            want = desired_for(report, tid, fresh.tasks[tid].fingerprint(fresh.include_predictions),
+                               self.names, self.base.quality, meta=self.settings.sync.meta)
+            have = current_of(task)
+            if needs_write(want, have):
+                bad.append(f"task {tid}: a full sync writes {want and want.data}, it has {have and have.data}")
+        return bad
 
     @property
     def report(self) -> Report | None:
@@ -284,8 +383,9 @@ class LiveRunner:
         if pid not in self.projects:
             if self._state is None:
                 self._state = SyncState(self.state_path)
-            self.projects[pid] = LiveProject(self.conn, pid, self.settings, self._state,
-                                             self.out_root / f"project-{pid}", self.log)
+            self.projects[pid] = LiveProject(
+                self.conn, pid, self.settings, self._state, self.out_root / f"project-{pid}", self.log,
+                wake=lambda: self.queue.enqueue(pid, "baseline ready", action=BASELINE))
         return self.projects[pid]
 
     def __call__(self, job: Job) -> SyncResult:
@@ -296,7 +396,7 @@ class LiveRunner:
             out = proj.run(events)
         except BaseException:
             # the mirror may hold half-applied events: the next job starts from a full read
-            proj.mirror = proj.base = None
+            proj.mirror = proj.base = proj._next = None
             raise
         if events:
             self.queue.drop_events(job.project_id, events[-1].id)

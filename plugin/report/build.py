@@ -35,7 +35,9 @@ from ..settings import ReportSettings
 from .model import (AnnotatorIntervals, Candidate, ControlAnnotator, ControlReport, ControlStatus, Diagnostic,
                     Histogram, Intervals, ItemEntry, Report)
 from .flags import fit_flags
+from .quality import reference_measures
 from .seed import seed_measures
+from .pairs import label_section, pair_matrix_section, project_pair_matrix
 
 __all__ = ["build_report", "control_report", "collect_warnings"]
 
@@ -106,11 +108,23 @@ def _unmeasured(entry: ControlReport, status: ControlStatus, reason: str) -> Non
     entry.warnings.append(reason)
 
 
-def _histogram(observed: np.ndarray, expected: np.ndarray, weights: np.ndarray | None) -> Histogram:
-    """Observed/expected distance distributions on shared bins (for the quality page)."""
+def _histogram(observed: np.ndarray, observed_weights: np.ndarray | None, expected: np.ndarray,
+               weights: np.ndarray | None) -> Histogram:
+    """Observed/expected distance distributions on shared bins (for the quality page).
+
+    Parameters
+    ----------
+    observed, observed_weights : ndarray, shape (k,); ndarray of shape (k,) or None
+        Observed distances and their pair counts (``AgreementResult.observed_distribution``:
+        pooled cells, so a crowd project's millions of pairs are never listed); None: one
+        pair each.
+    expected, weights : ndarray, shape (e,); ndarray of shape (e,) or None
+        Chance distances and their counts.
+    """
     hi = max(float(observed.max()) if observed.size else 0.0, float(expected.max()) if expected.size else 0.0)
     edges = np.linspace(0.0, hi if hi > 0 else 1.0, HISTOGRAM_BINS + 1)
-    obs, _ = np.histogram(observed, bins=edges)
+    # integer pair counts summed as floats stay exact (far below 2**53): the same counts as pair by pair
+    obs, _ = np.histogram(observed, bins=edges, weights=observed_weights)
     exp, _ = np.histogram(expected, bins=edges, weights=weights)
     return Histogram(edges=[float(e) for e in edges], observed=[int(c) for c in obs],
                      expected=[float(c) for c in exp])
@@ -195,11 +209,16 @@ def control_report(ctl: ControlData, settings: ReportSettings) -> ControlReport:
                          sigma=ci.get("sigma", (None, None)), bootstrap=int(res.bootstrap), seed=settings.seed)
     entry.diagnostics = [Diagnostic.of(d) for d in res.diagnostics]
     entry.expected_exact = bool(res.expected_exact)
-    if res.observed.size and res.expected.size:
-        entry.histogram = _histogram(res.observed, res.expected, res.expected_weights)
+    observed, observed_weights = res.observed_distribution()
+    if observed.size and res.expected.size:
+        entry.histogram = _histogram(observed, observed_weights, res.expected, res.expected_weights)
     entry.items = _items(res.per_item, table)
     entry.annotators = _annotators(res, ctl, entry)
     entry.flags = fit_flags(entry, _chance_sigma(res.expected, res.expected_weights, res.threshold))
+    reference_measures(ctl, table, entry, settings)   # ground truth, predictions, error types
+    if res.d_e > 0:  # annotator × annotator matrix and per-label agreement (pairs.py)
+        pair_matrix_section(res, table, settings, entry)
+        label_section(ctl, settings, entry)
     if not res.d_e > 0:
         _unmeasured(entry, "no_variation", NO_VARIATION.format(distance=res.distance))
     return entry
@@ -345,7 +364,8 @@ def build_report(config_xml: str, tasks: list[dict], settings: ReportSettings | 
         if len(ctl.table):
             for a, grp in ctl.table.groupby("annotator", sort=False)["item"]:
                 items.setdefault(str(a), set()).update(map(str, grp.tolist()))
-    report = Report(n_tasks=adapted.n_tasks, controls=controls, warnings=warnings, settings=settings.to_dict())
+    report = Report(n_tasks=adapted.n_tasks, controls=controls, warnings=warnings, settings=settings.to_dict(),
+                    pair_matrix=project_pair_matrix(controls))
     return report.derive(items, names)
 
 

@@ -17,13 +17,14 @@ from typing import Any
 
 from .explain import advice
 from .model import ControlReport, Diagnostic, Report, to_jsonable
+from .render_quality import QUALITY_COLUMNS, members_table, quality_cells, quality_section
 
 __all__ = ["render_html", "render_csv", "annotator_rows", "TASK_COLUMNS", "ANNOTATOR_COLUMNS", "PROJECT_ROW"]
 
 TASK_COLUMNS = ["control", "task", "sigma", "alpha", "mean_distance", "n_pairs", "flag", "annotators"]
 ANNOTATOR_COLUMNS = ["control", "annotator", "name", "sigma", "sigma_ci_low", "sigma_ci_high", "alpha",
                      "alpha_ci_low", "alpha_ci_high", "mean_distance", "n_pairs", "n_items", "crowdtruth_wqs",
-                     "co_annotators"]
+                     "co_annotators"] + QUALITY_COLUMNS   # ground truth, predictions, error types (issue 13)
 PROJECT_ROW = "(project)"   # the control column of an annotator's project-wide row
 _MAX_FLAGGED = 50
 
@@ -112,7 +113,9 @@ def _explain(diags: list[Diagnostic]) -> str:
     return "<ul class=diag>" + "".join(out) + "</ul>" if out else ""
 
 
-def _flagged(entry: ControlReport) -> str:
+def _flagged(entry: ControlReport, reasons: dict[str, str] | None = None) -> str:
+    """The tasks this control flags, worst first, each with why (``reasons``: task -> why)."""
+    reasons = reasons or {}
     rows = [(k, v) for k, v in entry.items.items() if v.flag]
     if not rows:
         return "<p>No flagged task.</p>"
@@ -120,11 +123,55 @@ def _flagged(entry: ControlReport) -> str:
     body = "".join(
         f"<tr><td>{html.escape(k)}</td><td>{_f(v.sigma)}</td><td>{_f(v.alpha)}</td>"
         f"<td>{_f(v.mean_distance)}</td><td>{v.n_pairs}</td>"
-        f"<td>{html.escape(', '.join(v.annotators))}</td></tr>" for k, v in rows[:_MAX_FLAGGED])
+        f"<td>{html.escape(', '.join(v.annotators))}</td><td>{html.escape(reasons.get(k, ''))}</td></tr>"
+        for k, v in rows[:_MAX_FLAGGED])
     more = f"<p>… and {len(rows) - _MAX_FLAGGED} more.</p>" if len(rows) > _MAX_FLAGGED else ""
-    return (f"<p>{len(rows)} flagged task(s) (σ below {_f(entry.flag_below)}), worst first:</p>"
+    return (f"<p>{len(rows)} task(s) flagged by this control, worst first:</p>"
             "<table><tr><th>task</th><th>σ</th><th>α</th><th>mean distance</th><th>pairs</th>"
-            f"<th>annotators</th></tr>{body}</table>{more}")
+            f"<th>annotators</th><th>why</th></tr>{body}</table>{more}")
+
+
+def _reliability(entry: ControlReport) -> str:
+    """The annotators' reliability in this control's answer model, unreliable ones marked."""
+    fit = entry.flags
+    if fit is None or not fit.reliability:
+        return ""
+    cells = []
+    for a, q in sorted(fit.reliability.items(), key=lambda kv: kv[1]):
+        name = entry.annotators[a].name if a in entry.annotators and entry.annotators[a].name else a
+        bad = q < fit.unreliable_below
+        cells.append(f"<tr><td>{html.escape(str(name))}</td><td>{q:.2f}</td><td>{'unreliable' if bad else ''}</td></tr>")
+    return ("<details><summary>reliability (share of sound answers) behind the flags</summary>"
+            f"<p>chance agreement c = {fit.chance:.3f}; two sound answers agree with s = {fit.same:.3f}; "
+            f"unreliable below {fit.unreliable_below:.2f} (half the median annotator).</p>"
+            f"<table><tr><th>annotator</th><th>q</th><th></th></tr>{''.join(cells)}</table></details>")
+
+
+def _flag_rule(report: Report) -> str:
+    """How tasks are flagged (docs/formulas.md, "Flags"), with this report's settings."""
+    s = report.settings or {}
+    level, post, below = s.get("flag_level", 0.01), s.get("flag_posterior", 0.5), s.get("flag_below", 0.0)
+    legacy = (f" Also flagged: a task whose σ on a control is below {_f(below)} (<code>flag_below</code>)."
+              if below else "")
+    return ("<details class=rule><summary>How tasks are flagged</summary>"
+            "<p>A task's σ on a control only counts its pairs below d*; with three annotators it can "
+            "only be 0, ⅓, ⅔ or 1, so a fixed cut would flag every task where someone slipped once, "
+            "and more of them the more controls there are. Instead each control's tasks are read "
+            "against a model of its annotators fitted on the whole project: each annotator gives a "
+            "<i>sound</i> answer with their own reliability q, two sound answers agree with "
+            "probability s, any other pair only by chance (c).</p><ul>"
+            "<li><b>Fewer agreeing pairs than these annotators reach</b>: the probability of so few "
+            "agreeing pairs on an ordinary task with the same annotators, combined over the task's "
+            f"controls into one test, is below {_f(level)} (<code>flag_level</code>). An ordinary "
+            "task is flagged at most that often, however many controls the project has: this "
+            "catches ambiguous tasks and unusual departures.</li>"
+            "<li><b>An unreliable annotator likely departs</b>: an annotator whose reliability on a "
+            "control is under half the median is unreliable there; when the probability that their "
+            f"answer on the task is unsound, given its agreeing pairs, is at least {_f(post)} "
+            "(<code>flag_posterior</code>), the control flags the task. The same disagreement among "
+            "reliable annotators is an ordinary slip and is not flagged, nor is an unreliable "
+            f"annotator who agreed with the others.</li></ul>{legacy}"
+            "<p>Each flagged task says which control flags it and why.</p></details>")
 
 
 def _status_text(e: ControlReport) -> str:
@@ -138,7 +185,7 @@ def _flag_cell(e: ControlReport) -> str:
     return str(e.n_flagged)
 
 
-def _control_section(name: str, e: ControlReport) -> str:
+def _control_section(name: str, e: ControlReport, report: Report | None = None) -> str:
     form = "Krippendorff's canonical weighting" if e.form == "canonical" else "pairwise means (paper 000)"
     ci = e.ci
     head = (f"<h2 id='c-{html.escape(name)}'>{html.escape(name)} <small>{html.escape(str(e.tag))} · "
@@ -167,8 +214,14 @@ def _control_section(name: str, e: ControlReport) -> str:
     warn = "".join(f"<li>{html.escape(w)}</li>" for w in e.warnings)
     return (f"<section class=control>{head}{nums}{cands}{_explain(e.diagnostics)}"
             f"<div class=plots>{_distribution_plot(e)}{_annotator_plot(e)}</div>"
-            f"<h3>Flagged tasks</h3>{_flagged(e)}{seeds}"
+            f"<h3>Flagged tasks</h3>{_flagged(e, _reasons(report, name))}{_reliability(e)}{quality_section(e)}{seeds}"
             + (f"<ul class=warn>{warn}</ul>" if warn else "") + "</section>")
+
+
+def _reasons(report: Report | None, control: str) -> dict[str, str]:
+    if report is None:
+        return {}
+    return {k: t.reasons[control] for k, t in report.tasks.items() if control in t.reasons}
 
 
 _CSS = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#1f2328}
@@ -212,13 +265,15 @@ def render_html(report: Report) -> str:
         for a, v in sorted(report.annotators.items(), key=lambda kv: (kv[1].sigma is None, kv[1].sigma or 0.0)))
     warn = "".join(f"<li>{html.escape(w)}</li>" for w in report.warnings[:300])
     body = (f"<h1>Annotation quality</h1><p>{report.n_tasks} tasks · {report.n_flagged} flagged "
-            "(σ below threshold in at least one control; a task's σ is its minimum over controls)</p>"
+            "(in at least one control; a task's σ is its minimum over controls)</p>"
+            f"{_flag_rule(report)}"
             "<table><tr><th>control</th><th>tag</th><th>distance</th><th>α</th><th>KS</th><th>σ</th>"
             f"<th>tasks</th><th>flagged</th></tr>{summary}</table>{left_out}"
             "<h3>Annotators</h3><p>σ and α: pair-weighted means over the measured controls.</p>"
             "<table><tr><th>id</th>"
             f"<th>name</th><th>σ</th><th>α</th><th>tasks</th><th>pairs</th></tr>{anns}</table>"
-            + "".join(_control_section(n, e) for n, e in controls.items())
+            + members_table(report)
+            + "".join(_control_section(n, e, report) for n, e in controls.items())
             + (f"<section><h2>Warnings</h2><ul class=warn>{warn}</ul></section>" if warn else ""))
     return ("<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>ls-agreement quality</title>"
             f"<style>{_CSS}</style></head><body>{body}</body></html>")
@@ -245,12 +300,12 @@ def annotator_rows(report: Report) -> list[dict[str, Any]]:
                          "sigma_ci_low": s_ci[0], "sigma_ci_high": s_ci[1], "alpha": v.alpha,
                          "alpha_ci_low": a_ci[0], "alpha_ci_high": a_ci[1], "mean_distance": v.mean_distance,
                          "n_pairs": v.n_pairs, "n_items": v.n_items, "crowdtruth_wqs": e.crowdtruth_wqs(a),
-                         "co_annotators": json.dumps(v.pairs, sort_keys=True)})
+                         "co_annotators": json.dumps(v.pairs, sort_keys=True), **quality_cells(e, a)})
     for a, p in report.annotators.items():
         rows.append({"control": PROJECT_ROW, "annotator": a, "name": p.name or a, "sigma": p.sigma,
                      "sigma_ci_low": None, "sigma_ci_high": None, "alpha": p.alpha, "alpha_ci_low": None,
                      "alpha_ci_high": None, "mean_distance": None, "n_pairs": p.n_pairs, "n_items": p.n_items,
-                     "crowdtruth_wqs": None, "co_annotators": "{}"})
+                     "crowdtruth_wqs": None, "co_annotators": "{}", **dict.fromkeys(QUALITY_COLUMNS)})
     return rows
 
 

@@ -252,3 +252,41 @@ def test_server_environment_sets_the_flag(tmp_path: Path,
     assert on["ff_back_experimental_features"] == "true" and "EXPERIMENTAL_FEATURES" not in on
     off = LocalLabelStudio(tmp_path / "b", experimental=False).environment()
     assert off["ff_back_experimental_features"] == "false"
+
+
+class _RefusingConn:
+    """Lists the bulk action but refuses it; PATCHes go to an in-memory task store."""
+
+    def __init__(self, tasks: dict[int, dict[str, Any]]) -> None:
+        self.tasks, self.patch_workers, self.forgot = tasks, None, False
+
+    def has_dm_action(self, project_id: int, action: str) -> bool:
+        return not self.forgot
+
+    def forget_dm_actions(self, project_id: int) -> None:
+        self.forgot = True
+
+    def set_data_field(self, *args: Any) -> int:
+        from ls_agreement.plugin.errors import RequestRejected
+        raise RequestRejected("Label Studio refused setting a field: HTTP 400")
+
+    def export_tasks(self, project_id: int, ids: list[int]) -> list[dict[str, Any]]:
+        return [json.loads(json.dumps({"id": i, **self.tasks[i]})) for i in ids if i in self.tasks]
+
+    def update_task(self, task_id: int, *, data: Any = None, meta: Any = None) -> None:
+        if data is not None:
+            self.tasks[task_id]["data"] = data
+        if meta is not None:
+            self.tasks[task_id]["meta"] = meta
+
+
+def test_refused_action_falls_back_to_patch() -> None:
+    tasks = {i: {"data": {"text": str(i), "agreement_mine": i}, "meta": {"m": i}} for i in (1, 2, 3)}
+    conn = _RefusingConn(tasks)
+    want = Desired(data={"agreement_sigma": 0.5, "agreement_flag": 1}, meta=None)
+    writes = [Write(i, "fp", want, dict(t["data"]), dict(t["meta"])) for i, t in tasks.items()]
+    out = push(conn, 1, writes)  # type: ignore[arg-type]
+    assert conn.forgot and out.mode == "patch" and sorted(out.written) == [1, 2, 3]
+    for i, t in tasks.items():
+        assert t["data"]["agreement_mine"] == i and t["data"]["agreement_sigma"] == 0.5
+        assert t["meta"] == {"m": i} and not needs_write(want, current_of(t))

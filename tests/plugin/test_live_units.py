@@ -59,8 +59,10 @@ def demo_tasks(n: int, seed: int) -> list[dict[str, Any]]:
     return with_ids(generate(users, n_tasks=n, seed=seed).tasks)
 
 
-def _rounded(entry: Any) -> dict[str, Any]:
+def _rounded(entry: Any) -> dict[str, Any] | None:
     """An entry with its numbers to 12 digits (pair sums may differ in the last bit)."""
+    if entry is None:
+        return None
     return {k: round(v, 12) if isinstance(v, float) else v for k, v in to_jsonable(entry).items()}
 
 
@@ -69,14 +71,18 @@ def _mismatches(config: str, tasks: list[dict[str, Any]], settings: ReportSettin
     mirror.fill(tasks)
     base = make_baseline(config, mirror, settings)
     scores = score_tasks(base, mirror, mirror.tasks)
+    rescored = copy.deepcopy(base.report)
+    apply_scores(rescored, scores)
     bad = []
     for name, ctl in base.report.controls.items():
         for tid, entry in ctl.items.items():
-            got = scores.get(tid, {}).get(name)
+            got = rescored.controls[name].items.get(tid)
             if got is None or _rounded(got) != _rounded(entry):
                 bad.append(f"{name} task {tid}: report {to_jsonable(entry)} rescored {got and to_jsonable(got)}")
         bad += [f"{name} task {t}: rescored but not in the report"
                 for t, per in scores.items() if per.get(name) is not None and t not in ctl.items]
+    bad += [f"task {t}: report {_rounded(e)} rescored {_rounded(rescored.tasks.get(t))}"
+            for t, e in base.report.tasks.items() if _rounded(e) != _rounded(rescored.tasks.get(t))]
     return bad
 
 

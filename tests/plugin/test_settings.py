@@ -8,7 +8,9 @@ from ls_agreement.plugin.settings import ReportSettings, load_settings
 
 def test_defaults_and_mapping():
     s = ReportSettings()
-    assert (s.flag_below, s.p, s.form, s.bootstrap, s.seed, s.strict) == (0.5, 0.05, "canonical", 1000, 0, False)
+    # flags (issue 13): the σ cut is off by default; the rule's level and posterior instead
+    assert (s.flag_below, s.p, s.form, s.bootstrap, s.seed, s.strict) == (0.0, 0.05, "canonical", 1000, 0, False)
+    assert (s.flag_level, s.flag_posterior) == (0.01, 0.5)
     s = ReportSettings.from_mapping({"distances": {"bbox": "boxes.giou"}, "p": 0.1, "groups": {"g": [3, "4"]}})
     assert s.distance_for("bbox") == "boxes.giou" and s.distance_for("other") == "auto"
     assert s.groups == {"g": ["3", "4"]} and s.p == 0.1
