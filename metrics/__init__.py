@@ -42,3 +42,9 @@ from .reference import ReferenceResult, agreement_with_reference
 from .error_types import ErrorTypesResult, error_types
 
 __all__ += ["agreement_with_reference", "ReferenceResult", "error_types", "ErrorTypesResult"]
+# Annotator × annotator agreement and agreement per label (issue 13).
+from .pair_matrix import PairwiseAgreementResult, combine_pairwise, pairwise_agreement
+from .per_label import PerLabelResult, label_confusion, per_label_agreement
+
+__all__ += ["pairwise_agreement", "PairwiseAgreementResult", "combine_pairwise", "per_label_agreement",
+            "PerLabelResult", "label_confusion"]

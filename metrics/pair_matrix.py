@@ -25,11 +25,12 @@ from typing import Any, Literal, Mapping, get_args
 
 import numpy as np
 import pandas as pd
+from scipy.stats import binom
 
 from .bootstrap import expanded_level
 from .cells import observed_cells
 from .core import alpha_core
-from .distances.base import Distance, check_distances
+from .distances.base import check_distances
 from .distances.registry import DistanceLike, get_distance
 from .distances.scalars import ScalarDistance
 from .engine import AgreementResult, Form
@@ -50,7 +51,7 @@ MIN_ITEMS = 3
 # expected="pair" with a non-scalar distance tabulates distances between distinct values (V²)
 MAX_PAIR_DOMAIN = 2000
 #: Default bound on the pair bootstrap's random draws (a crowd project's 100 annotators make 4,950 pairs).
-MAX_DRAWS = 10_000_000
+MAX_DRAWS = 20_000_000
 MIN_BOOTSTRAP = 200
 # bootstrap draws held in memory at once (replicates × observed pairs)
 _CHUNK_DRAWS = 4_000_000
@@ -193,9 +194,10 @@ def pairwise_agreement(
     confidence : float
         Confidence level of the intervals.
     max_draws : int or None
-        Bound on the bootstrap's random draws (replicates × draws per replicate, which are
-        pairs × distinct distances per pair, or shared items): past it fewer replicates are
-        drawn, never fewer than 200 (``bootstrap`` in the result says how many). None: no bound.
+        Bound on the bootstrap's work (replicates × uniform draws per replicate: one per
+        shared item, or about 8 per binomial of the per-distinct-distance draw): past it
+        fewer replicates are drawn, never fewer than 200 (``bootstrap`` in the result says
+        how many). 0/1 distances need no draw (exact binomial quantiles). None: no bound.
     expected_pairs : int, "all" or None
         Between-item pairs for a sampled project D̂e (see :func:`~.engine.agreement`).
     duplicates : {"error", "keep", "first", "last"}
@@ -226,11 +228,13 @@ def pairwise_agreement(
         res = distance
         form = res.form
         if res.n_annotators <= (max_annotators or res.n_annotators) and expected == "project":
-            p = res.pairs
-            a_lab, b_lab = p["annotator_a"].astype(str).to_numpy(), p["annotator_b"].astype(str).to_numpy()
-            item, d = p["item"].to_numpy(), p["distance"].to_numpy(dtype=np.float64)
-            return _result(a_lab, b_lab, item, d, None, float(res.d_e), expected, res.distance, form, min_items,
-                           max_annotators, res.n_annotators, [], bootstrap, seed, confidence, max_draws, rng)
+            # the engine's observed pairs, as codes (listing ``res.pairs`` would build a frame of labels)
+            cells = res._pair_codes
+            i, j = cells.pairs()
+            ct = cells.ct
+            return _result(ct.annotator[i], ct.annotator[j], res._labels[1], ct.item[i], cells.pair_distances(),
+                           None, float(res.d_e), expected, res.distance, form, min_items, max_annotators,
+                           res.n_annotators, [], bootstrap, seed, confidence, max_draws, rng)
         if table is None:
             raise ValueError("pairwise_agreement needs the table to cap the annotators or to use expected='pair'")
         d_e_project = float(res.d_e)
@@ -250,24 +254,28 @@ def pairwise_agreement(
         cells = observed_cells(ct, dist, prepared)
     i, j = cells.pairs()
     d = cells.pair_distances()
-    labels = np.asarray([str(a) for a in ct.annotator_labels], dtype=object)
-    a_lab, b_lab = labels[ct.annotator[i]], labels[ct.annotator[j]]
     pair_values = (ct, dist, prepared, i, j) if expected == "pair" else None
-    return _result(a_lab, b_lab, ct.item[i], d, pair_values, d_e_project, expected, dist.name, form, min_items,
+    return _result(ct.annotator[i], ct.annotator[j], ct.annotator_labels, ct.item[i], d, pair_values, d_e_project, expected, dist.name, form, min_items,
                    max_annotators, n_ann, left, bootstrap, seed, confidence, max_draws, rng)
 
 
-def _result(a_lab: np.ndarray, b_lab: np.ndarray, item: np.ndarray, d: np.ndarray, pair_values: tuple | None,
+def _result(a_code: np.ndarray, b_code: np.ndarray, labels: np.ndarray, item: np.ndarray, d: np.ndarray,
+            pair_values: tuple | None,
             d_e: float, expected: str, distance: str, form: str, min_items: int, max_annotators: int | None,
             n_annotators: int, left: list[str], bootstrap: int, seed: int, confidence: float,
             max_draws: int | None, rng: np.random.Generator) -> PairwiseAgreementResult:
-    """The pair table from the observed pairs (one row per pair of values on an item, shape (n,))."""
-    same = a_lab == b_lab                     # duplicates="keep": an annotator with themself
-    swap = a_lab > b_lab                      # orient every pair as (lower id, higher id)
-    lo, hi = np.where(swap, b_lab, a_lab), np.where(swap, a_lab, b_lab)
-    lo, hi, item, d = lo[~same], hi[~same], item[~same], d[~same]
-    names = np.unique(np.concatenate([lo, hi])) if lo.size else np.zeros(0, dtype=object)
-    code_lo, code_hi = np.searchsorted(names, lo), np.searchsorted(names, hi)
+    """The pair table from the observed pairs: annotator codes ``a_code, b_code`` into
+    ``labels``, item and distance of each pair of values on an item (shape (n,) each)."""
+    # annotators ranked by their id as text: every pair is oriented (lower id, higher id)
+    names = np.asarray([str(x) for x in labels], dtype=object)
+    order = np.argsort(names.astype(str), kind="stable")
+    rank = np.empty(order.size, dtype=np.int64)
+    rank[order] = np.arange(order.size)
+    names = names[order]
+    ra, rb = rank[a_code], rank[b_code]
+    same = ra == rb                           # duplicates="keep": an annotator with themself
+    code_lo, code_hi = np.minimum(ra, rb)[~same], np.maximum(ra, rb)[~same]
+    item, d = item[~same], d[~same]
     key = code_lo * max(names.size, 1) + code_hi
     pair, pair_of_row = np.unique(key, return_inverse=True)
     pair_of_row = pair_of_row.ravel()
@@ -328,21 +336,29 @@ def _bootstrap(d: np.ndarray, pair: np.ndarray, n_pairs: int, d_e: float, alpha:
     -------
     low, high : ndarray, shape (n_pairs,) — NaN where the interval is undefined, flat or
     misses its estimate (as the engine's intervals).
-    used : int — replicates drawn (fewer than ``bootstrap`` past ``max_draws``)
+    used : int — replicates drawn (fewer than ``bootstrap`` past ``max_draws``; the
+    requested number for 0/1 distances, whose bootstrap distribution is exact)
     """
-    if max_draws is not None:
-        per_replicate = _draws_per_replicate(d, pair, n_pairs)
-        bootstrap = min(bootstrap, max(MIN_BOOTSTRAP, max_draws // max(per_replicate, 1)))
-    total = _resampled_sums(d, pair, n_pairs, bootstrap, rng)
     size = np.bincount(pair, minlength=n_pairs)
-    reps = 1.0 - total / size[None, :] / d_e
+    level = np.array([expanded_level(confidence, int(n)) for n in n_items])
     lo, hi = np.full(n_pairs, np.nan), np.full(n_pairs, np.nan)
-    # one quantile call per distinct item count (the expanded level depends on N), not per pair
-    for n in np.unique(n_items):
-        cols = n_items == n
-        level = expanded_level(confidence, int(n))
-        q = np.quantile(reps[:, cols], [(1 - level) / 2, (1 + level) / 2], axis=0)
-        lo[cols], hi[cols] = q[0], q[1]
+    if np.all((d == 0.0) | (d == 1.0)):
+        # 0/1 distances (nominal): a pair's resampled disagreements are Binomial(N, D̄), so the
+        # bootstrap quantiles are read off exactly, with no draw (α decreases in the count)
+        p_hat = np.bincount(pair, weights=d, minlength=n_pairs) / size
+        lo = 1.0 - binom.ppf((1 + level) / 2, size, p_hat) / size / d_e
+        hi = 1.0 - binom.ppf((1 - level) / 2, size, p_hat) / size / d_e
+    else:
+        if max_draws is not None:
+            bootstrap = min(bootstrap, max(MIN_BOOTSTRAP, max_draws // max(_draw_cost(d, pair, n_pairs)[0], 1)))
+        total = _resampled_sums(d, pair, n_pairs, bootstrap, rng)
+        reps = 1.0 - total / size[None, :] / d_e
+        # one quantile call per distinct item count (the expanded level depends on N), not per pair
+        for n in np.unique(n_items):
+            cols = n_items == n
+            lv = level[cols][0]
+            q = np.quantile(reps[:, cols], [(1 - lv) / 2, (1 + lv) / 2], axis=0)
+            lo[cols], hi[cols] = q[0], q[1]
     bad = ~(np.isfinite(lo) & np.isfinite(hi) & np.isfinite(alpha)) | (hi <= lo) \
         | (alpha < lo - _TOL) | (alpha > hi + _TOL)
     return np.where(bad, np.nan, np.fmin(lo, alpha)), np.where(bad, np.nan, np.fmax(hi, alpha)), bootstrap
@@ -358,11 +374,17 @@ def _distinct_cells(d: np.ndarray, pair: np.ndarray, n_pairs: int
     return cell, cell_count, cell_pair, values, np.bincount(cell_pair, minlength=n_pairs)
 
 
-def _draws_per_replicate(d: np.ndarray, pair: np.ndarray, n_pairs: int) -> int:
-    """Random draws one replicate of :func:`_resampled_sums` costs."""
+# a binomial draw costs about as much as this many uniform draws and gathers
+_BINOMIAL_COST = 8
+
+
+def _draw_cost(d: np.ndarray, pair: np.ndarray, n_pairs: int) -> tuple[int, bool]:
+    """Cost of one replicate of :func:`_resampled_sums` in uniform draws, and whether the
+    per-distinct-distance (multinomial) draw is the cheaper one."""
     per_pair = _distinct_cells(d, pair, n_pairs)[4]
     width = int(per_pair.max()) if per_pair.size else 0
-    return min(width * n_pairs, d.size)
+    multinomial = _BINOMIAL_COST * width * n_pairs
+    return min(multinomial, d.size), multinomial < d.size
 
 
 def _resampled_sums(d: np.ndarray, pair: np.ndarray, n_pairs: int, bootstrap: int,
@@ -383,7 +405,7 @@ def _resampled_sums(d: np.ndarray, pair: np.ndarray, n_pairs: int, bootstrap: in
     cell, cell_count, cell_pair, values, per_pair = _distinct_cells(d, pair, n_pairs)
     width = int(per_pair.max()) if per_pair.size else 0
     total = np.zeros((bootstrap, n_pairs))
-    if width * n_pairs <= d.size:
+    if _BINOMIAL_COST * width * n_pairs < d.size:
         # distinct distances of each pair in a (pairs × width) grid, zero-probability padding
         slot = np.arange(cell.size) - (np.cumsum(per_pair) - per_pair)[cell_pair]
         val = np.zeros((n_pairs, width))

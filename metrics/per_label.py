@@ -17,8 +17,7 @@ symmetric coincidence of labels between annotator pairs.
 """
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Hashable, Iterable, Literal
 
 import numpy as np

@@ -168,9 +168,8 @@ def agreement_with_reference(table: pd.DataFrame, reference: pd.DataFrame, *,
     rj = order[r_start[t_item][ti] + local]
     keep = pd.isna(r_ann[rj]) | (r_ann[rj] != t_ann[ti])
     ti, rj = ti[keep], rj[keep]
-    values = np.empty(len(df) + len(ref), dtype=object)
-    values[:len(df)] = list(df["value"].to_numpy())
-    values[len(df):] = list(ref["value"].to_numpy())
+    # one value array (numeric when both are), so the distance prepares every value once
+    values = pd.concat([df["value"], ref["value"]], ignore_index=True).to_numpy()
     d = dist.pairs(values, ti, len(df) + rj) if ti.size else np.zeros(0)
 
     # ---- cells (annotator, item): the mean distance to the item's reference values -------

@@ -40,11 +40,43 @@ def finite_or_none(x: Any) -> float | None:
     return v if math.isfinite(v) else None
 
 
+# public field names of each dataclass met, in declaration order: ``dataclasses.fields`` per
+# object is most of the cost of serialising a crowd report (thousands of small dataclasses)
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
 def strict_json(obj: Any) -> Any:
     """Strict-JSON form of a value: dataclasses and mappings -> dicts with str keys,
     tuples, lists, sets and arrays -> lists, numpy scalars -> Python numbers, NaN/±inf ->
-    None. Other objects become their ``str``."""
-    if obj is None or isinstance(obj, (str, bool)):
+    None. Other objects become their ``str``. Fields whose name starts with ``_`` and
+    properties are not serialized.
+
+    The one serializer of the package: metric results here, the report's typed parts in
+    ``ls_agreement.plugin.report``.
+    """
+    t = type(obj)
+    # the plain types results and reports are made of first, by exact type
+    if t is str or t is int or t is bool or obj is None:
+        return obj
+    if t is float:
+        return obj if math.isfinite(obj) else None
+    names = _FIELD_NAMES.get(t)
+    if names is not None:
+        return {k: strict_json(getattr(obj, k)) for k in names}
+    if t is dict:
+        return {str(k): strict_json(v) for k, v in obj.items()}
+    if t is list:
+        return [strict_json(v) for v in obj]
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        names = _FIELD_NAMES[t] = tuple(f.name for f in dataclasses.fields(obj) if not f.name.startswith("_"))
+        return {k: strict_json(getattr(obj, k)) for k in names}
+    if isinstance(obj, Mapping):
+        return {str(k): strict_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [strict_json(v) for v in obj]
+    if isinstance(obj, (set, frozenset)):
+        return [strict_json(v) for v in sorted(obj, key=str)]
+    if isinstance(obj, (str, bool)):
         return obj
     if isinstance(obj, np.bool_):
         return bool(obj)
@@ -52,17 +84,8 @@ def strict_json(obj: Any) -> Any:
         return int(obj)
     if isinstance(obj, (float, np.floating)):
         return finite_or_none(obj)
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: strict_json(getattr(obj, f.name)) for f in dataclasses.fields(obj)
-                if not f.name.startswith("_")}
-    if isinstance(obj, Mapping):
-        return {str(k): strict_json(v) for k, v in obj.items()}
     if isinstance(obj, np.ndarray):
         return [strict_json(v) for v in obj.tolist()]
-    if isinstance(obj, (list, tuple)):
-        return [strict_json(v) for v in obj]
-    if isinstance(obj, (set, frozenset)):
-        return [strict_json(v) for v in sorted(obj, key=str)]
     return str(obj)
 
 

@@ -127,6 +127,11 @@ def run(args: argparse.Namespace) -> int:
                 out = Path(args.out)
                 _write(tasks_csv, str(out))
                 _write(ann_csv, str(out.with_name(out.stem + ".annotators" + (out.suffix or ".csv"))))
+                # issue 13: the annotator × annotator matrices and the per-label table beside them
+                from ls_agreement.plugin.report.render import render_labels_csv, render_pairs_csv
+
+                _write(render_pairs_csv(report), str(out.with_name(out.stem + ".pairs" + (out.suffix or ".csv"))))
+                _write(render_labels_csv(report), str(out.with_name(out.stem + ".labels" + (out.suffix or ".csv"))))
             else:
                 _write(tasks_csv + "\n" + ann_csv, None)
     except OSError as exc:

@@ -306,8 +306,10 @@ class LiveProject:
             return PushOutcome()
         opts = self.settings.sync
         try:
+            # With the meta detail on, a task whose annotations changed always needs a PATCH
+            # (its fingerprint is in the detail), so the bulk action would only add a read.
             out = push(self.conn, self.project_id, writes, workers=opts.workers, chunk=opts.chunk,
-                       on_written=record, bulk=opts.bulk)
+                       on_written=record, bulk=opts.bulk and not opts.meta)
         finally:   # what was written is recorded even when the push stops half-way (one transaction)
             self.state.forget_tasks(self.key, [w.task_id for w in done if w.desired is None])
             self.state.record_tasks(self.key, [(w.task_id, w.fingerprint,

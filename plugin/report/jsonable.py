@@ -8,68 +8,18 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import types
 import typing
 from typing import Any, Literal, Mapping, TypeVar, Union
 
-import numpy as np
+from ls_agreement.metrics.result import finite_or_none, strict_json
 
 __all__ = ["number", "to_jsonable", "dumps", "from_jsonable"]
 
 
-def number(x: Any) -> float | None:
-    """A finite float, or None (NaN, ±inf, None, and anything not numeric)."""
-    if x is None or isinstance(x, bool):
-        return None
-    try:
-        f = float(x)
-    except (TypeError, ValueError, OverflowError):
-        return None
-    return f if math.isfinite(f) else None
-
-
-# field names of each dataclass met, in declaration order (``dataclasses.fields`` per object
-# is most of the cost of a crowd report: thousands of annotators, each a few dataclasses)
-_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
-
-
-def to_jsonable(obj: Any) -> Any:
-    """Strict-JSON form of a report part: dataclasses → objects, tuples → arrays, numpy
-    scalars → numbers, NaN/±inf → null. Properties are not serialized."""
-    t = type(obj)
-    # the plain types a report is made of first, by exact type (subclasses take the general path)
-    if t is str or t is int or t is bool or obj is None:
-        return obj
-    if t is float:
-        return obj if math.isfinite(obj) else None
-    names = _FIELD_NAMES.get(t)
-    if names is not None:
-        return {k: to_jsonable(getattr(obj, k)) for k in names}
-    if t is dict:
-        return {str(k): to_jsonable(v) for k, v in obj.items()}
-    if t is list:
-        return [to_jsonable(v) for v in obj]
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        _FIELD_NAMES[t] = tuple(f.name for f in dataclasses.fields(obj))
-        return {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
-    if isinstance(obj, Mapping):
-        return {str(k): to_jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [to_jsonable(v) for v in obj]
-    if isinstance(obj, (set, frozenset)):
-        return [to_jsonable(v) for v in sorted(obj, key=str)]
-    if obj is None or isinstance(obj, (str, bool)):
-        return obj
-    if isinstance(obj, np.bool_):
-        return bool(obj)
-    if isinstance(obj, (int, np.integer)):
-        return int(obj)
-    if isinstance(obj, (float, np.floating)):
-        return number(obj)
-    if isinstance(obj, np.ndarray):
-        return [to_jsonable(v) for v in obj.tolist()]
-    return str(obj)
+# One serializer for the package: the metrics' own (plugin depends on metrics, never back).
+number = finite_or_none
+to_jsonable = strict_json
 
 
 def dumps(obj: Any, **kw: Any) -> str:

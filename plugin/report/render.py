@@ -18,8 +18,11 @@ from typing import Any
 from .explain import advice
 from .model import ControlReport, Diagnostic, Report, to_jsonable
 from .render_quality import QUALITY_COLUMNS, members_table, quality_cells, quality_section
+from .render_pairs import (Link, data_manager_link, labels_html, pairs_html, project_pairs_html,  # issue 13
+                           render_labels_csv, render_pairs_csv)
 
-__all__ = ["render_html", "render_csv", "annotator_rows", "TASK_COLUMNS", "ANNOTATOR_COLUMNS", "PROJECT_ROW"]
+__all__ = ["render_html", "render_csv", "annotator_rows", "TASK_COLUMNS", "ANNOTATOR_COLUMNS", "PROJECT_ROW",
+           "render_pairs_csv", "render_labels_csv"]
 
 TASK_COLUMNS = ["control", "task", "sigma", "alpha", "mean_distance", "n_pairs", "flag", "annotators"]
 ANNOTATOR_COLUMNS = ["control", "annotator", "name", "sigma", "sigma_ci_low", "sigma_ci_high", "alpha",
@@ -185,7 +188,7 @@ def _flag_cell(e: ControlReport) -> str:
     return str(e.n_flagged)
 
 
-def _control_section(name: str, e: ControlReport, report: Report | None = None) -> str:
+def _control_section(name: str, e: ControlReport, report: Report | None = None, link: Link | None = None) -> str:
     form = "Krippendorff's canonical weighting" if e.form == "canonical" else "pairwise means (paper 000)"
     ci = e.ci
     head = (f"<h2 id='c-{html.escape(name)}'>{html.escape(name)} <small>{html.escape(str(e.tag))} · "
@@ -214,7 +217,7 @@ def _control_section(name: str, e: ControlReport, report: Report | None = None) 
     warn = "".join(f"<li>{html.escape(w)}</li>" for w in e.warnings)
     return (f"<section class=control>{head}{nums}{cands}{_explain(e.diagnostics)}"
             f"<div class=plots>{_distribution_plot(e)}{_annotator_plot(e)}</div>"
-            f"<h3>Flagged tasks</h3>{_flagged(e, _reasons(report, name))}{_reliability(e)}{quality_section(e)}{seeds}"
+            f"<h3>Flagged tasks</h3>{_flagged(e, _reasons(report, name))}{_reliability(e)}{quality_section(e)}{pairs_html(e, report, link)}{labels_html(e)}{seeds}"
             + (f"<ul class=warn>{warn}</ul>" if warn else "") + "</section>")
 
 
@@ -229,16 +232,21 @@ table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #d0d7de;padd
 th{background:#f6f8fa}.cards{display:flex;gap:1em}.cards div{border:1px solid #d0d7de;border-radius:6px;
 padding:.5em 1em;font-size:1.2em}.ci{color:#57606a;font-size:.8em}small{color:#57606a}
 section{border-top:2px solid #d0d7de;margin-top:2em}.warn{color:#9a6700}.diag .why{color:#57606a}
-.plots img{max-width:100%;margin-right:1em}"""
+.plots img{max-width:100%;margin-right:1em}
+table.heat td.hm{min-width:2.6em;text-align:center}table.heat th.rot div{writing-mode:vertical-rl;
+transform:rotate(180deg);max-height:9em}table.heat a{color:inherit;text-decoration:none}"""
 
 
-def render_html(report: Report) -> str:
+def render_html(report: Report, *, ls_url: str | None = None, project_id: int | None = None) -> str:
     """The quality page of a report: one self-contained HTML document (no external files).
 
     Parameters
     ----------
     report : Report
         Output of :func:`~.build.build_report` (or ``Report.from_dict`` of a stored one).
+    ls_url, project_id : str and int, optional
+        Label Studio's address and the project's id: the annotator-pair heatmaps then link
+        each cell to the Data Manager, filtered to the tasks both annotators annotated.
 
     Returns
     -------
@@ -246,6 +254,7 @@ def render_html(report: Report) -> str:
         HTML with inline CSS and embedded PNG plots (paper 000 §6.1 pathologies explained).
     """
     controls = report.controls
+    link = data_manager_link(ls_url, project_id)
     summary = "".join(
         f"<tr><td><a href='#c-{html.escape(n)}'>{html.escape(n)}</a></td><td>{html.escape(str(e.tag))}</td>"
         f"<td><code>{html.escape(str(e.distance))}</code></td><td>{_f(e.alpha)}</td>"
@@ -272,8 +281,8 @@ def render_html(report: Report) -> str:
             "<h3>Annotators</h3><p>σ and α: pair-weighted means over the measured controls.</p>"
             "<table><tr><th>id</th>"
             f"<th>name</th><th>σ</th><th>α</th><th>tasks</th><th>pairs</th></tr>{anns}</table>"
-            + members_table(report)
-            + "".join(_control_section(n, e, report) for n, e in controls.items())
+            + members_table(report) + project_pairs_html(report, link)
+            + "".join(_control_section(n, e, report, link) for n, e in controls.items())
             + (f"<section><h2>Warnings</h2><ul class=warn>{warn}</ul></section>" if warn else ""))
     return ("<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>ls-agreement quality</title>"
             f"<style>{_CSS}</style></head><body>{body}</body></html>")

@@ -97,15 +97,17 @@ def members_table(report: Report) -> str:
     return ("<h3>Members</h3><p>Agreement: α with the other annotators; ground truth: with the "
             "annotations marked ground truth (on the tasks both have, not with their own); "
             "predictions: with the model predictions. Similarity = 1 − mean distance, α = 1 − mean "
-            "distance / D̂e of the control; means over controls weighted by shared tasks.</p>"
+            "distance / D̂e of the control; means over controls weighted by shared tasks; n: shared tasks "
+            "summed over the controls.</p>"
             "<table><tr><th rowspan=2>annotator</th><th rowspan=2>agreement α</th><th rowspan=2>tasks</th>"
             "<th colspan=3>ground truth</th><th colspan=3>predictions</th></tr><tr><th>similarity</th>"
-            "<th>α</th><th>tasks</th><th>similarity</th><th>α</th><th>tasks</th></tr>" + "".join(rows) + "</table>")
+            "<th>α</th><th>n</th><th>similarity</th><th>α</th><th>n</th></tr>" + "".join(rows) + "</table>")
 
 
-def _ref_row(label: str, r: ReferenceAgreement | None) -> str:
+def _ref_row(r: ReferenceAgreement | None) -> str:
+    """Similarity, α (with intervals) and shared tasks as three cells."""
     if r is None:
-        return f"<td>–</td><td>–</td><td>–</td>"
+        return "<td>–</td><td>–</td><td>–</td>"
     ci = r.ci
     return (f"<td>{_f(r.similarity)}{_ci(ci.similarity if ci else None)}</td>"
             f"<td>{_f(r.alpha)}{_ci(ci.alpha if ci else None)}</td><td>{r.n_items}</td>")
@@ -123,14 +125,14 @@ def quality_section(e: ControlReport) -> str:
     names = {a: (v.name or a) for a, v in e.annotators.items()}
     who = sorted(set(e.ground_truth) | set(e.predictions))
     if who:
-        rows = "".join(f"<tr><td>{html.escape(str(names.get(a, a)))}</td>{_ref_row('gt', e.ground_truth.get(a))}"
-                       f"{_ref_row('pred', e.predictions.get(a))}</tr>" for a in who)
+        rows = "".join(f"<tr><td>{html.escape(str(names.get(a, a)))}</td>{_ref_row(e.ground_truth.get(a))}"
+                       f"{_ref_row(e.predictions.get(a))}</tr>" for a in who)
         out += ("<h3>Ground truth and predictions</h3><table><tr><th rowspan=2>annotator</th>"
                 "<th colspan=3>vs ground truth</th><th colspan=3>vs predictions</th></tr><tr><th>similarity</th>"
                 "<th>α</th><th>tasks</th><th>similarity</th><th>α</th><th>tasks</th></tr>" + rows + "</table>")
     if e.models:
-        rows = "".join(f"<tr><td><code>{html.escape(v)}</code></td>{_ref_row('h', m.humans)}"
-                       f"{_ref_row('gt', m.ground_truth)}</tr>" for v, m in e.models.items())
+        rows = "".join(f"<tr><td><code>{html.escape(v)}</code></td>{_ref_row(m.humans)}"
+                       f"{_ref_row(m.ground_truth)}</tr>" for v, m in e.models.items())
         out += ("<h3>Models</h3><table><tr><th rowspan=2>model version</th><th colspan=3>vs humans</th>"
                 "<th colspan=3>vs ground truth</th></tr><tr><th>similarity</th><th>α</th><th>tasks</th>"
                 "<th>similarity</th><th>α</th><th>tasks</th></tr>" + rows + "</table>")

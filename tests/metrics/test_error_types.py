@@ -101,3 +101,18 @@ def test_random_boxes_match_a_brute_force_matcher() -> None:
     for rec in r.pairs.itertuples(index=False):
         got = tuple(getattr(rec, c) for c in cols)
         assert got == _brute(val[(rec.item, rec.annotator_a)], val[(rec.item, rec.annotator_b)], 0.5), rec
+
+
+def test_polygons_and_frozen_result() -> None:
+    import dataclasses
+
+    from ls_agreement.metrics.model import Polygon
+
+    sq = lambda x, lab: Polygon(((x, 0), (x + 10, 0), (x + 10, 10), (x, 10)), label=lab)
+    t = pd.DataFrame([(1, "a", (sq(0, "p"), sq(100, "p"))), (1, "b", (sq(4, "p"), sq(101, "q")))],
+                     columns=["item", "annotator", "value"])
+    r = error_types(t)
+    # IoU 60/140 (localization) and 90/110 with another label (label)
+    assert r.kind == "polygons" and (r.overall["localization"], r.overall["label"]) == (1, 1)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        r.kind = "boxes"  # type: ignore[misc]
