@@ -18,7 +18,17 @@ fi
 cmd=${1:-help}; shift || true
 case "$cmd" in
   demo)  exec .venv/bin/ls-agreement demo "$@" ;;
-  test)  exec .venv/bin/python -m pytest "$@" ;;
+  test)
+    # tests/plugin/test_page_chromium.py opens the quality page in a headless Chromium: install
+    # it when no browser is found and we can (root + apt-get); failing that, the test is skipped
+    if [ -z "${LS_AGREEMENT_CHROMIUM:-}" ] && ! command -v chromium >/dev/null 2>&1 \
+        && ! command -v chromium-browser >/dev/null 2>&1 && ! command -v google-chrome >/dev/null 2>&1 \
+        && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+      echo "installing chromium (apt-get) for the quality page's browser test" >&2
+      { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } >/dev/null \
+        || echo "warning: chromium could not be installed; the browser test will be skipped" >&2
+    fi
+    exec .venv/bin/python -m pytest "$@" ;;
   bench) exec .venv/bin/python -m benchmarks "$@" ;;
   *)     echo "usage: bash run.sh demo|test|bench [args]"; exit 2 ;;
 esac

@@ -9,6 +9,8 @@ Dumitrache et al. 2018 (papers/), as reported by the seed-measures module.
 from __future__ import annotations
 
 import csv
+import os
+import threading
 import json
 from pathlib import Path
 from typing import Any, Mapping
@@ -81,7 +83,7 @@ def write_reports(out_dir: Path, report: Report,
         project_id=int(project) if isinstance(project, int) else None))
     _atomic_write(paths["annotators_json"],
                   json.dumps({**header, "annotators": quality}, indent=1, sort_keys=True))
-    tmp = paths["annotators_csv"].with_suffix(".csv.tmp")
+    tmp = _tmp_path(paths["annotators_csv"])
     with tmp.open("w", newline="", encoding="utf-8") as fh:
         w = csv.DictWriter(fh, fieldnames=CSV_COLUMNS)
         w.writeheader()
@@ -91,7 +93,13 @@ def write_reports(out_dir: Path, report: Report,
     return paths
 
 
+def _tmp_path(path: Path) -> Path:
+    """A temporary name beside ``path`` that no other writer uses: ``connect``'s sync and a
+    running service may write the same project's files at the same time."""
+    return path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+
+
 def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp = _tmp_path(path)
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(path)

@@ -382,6 +382,56 @@ class Connection:
         m = re.search(r"Updated (\d+) tasks", str(detail))
         return int(m.group(1)) if m else None
 
+    def get_task(self, task_id: int) -> dict[str, Any]:
+        """One task as ``GET /api/tasks/<id>`` answers it.
+
+        Unlike the JSON export it carries ``overlap`` and ``is_labeled`` (the export
+        excludes both: data_export/serializers.py), which routing (routing.py) needs.
+        """
+        task = self.call(f"reading task {task_id}", "GET", self.sdk.tasks.get, str(task_id),
+                         not_found=f"task {task_id} does not exist on {self.url}")
+        return as_plain_dict(task)
+
+    def set_task_overlap(self, task_id: int, *, overlap: int | None, is_labeled: bool | None,
+                         meta: dict[str, Any]) -> None:
+        """PATCH a task's ``overlap``, ``is_labeled`` and ``meta`` in one request.
+
+        ``overlap`` None leaves it alone (only ``meta`` is written). Label Studio 1.23 does
+        not recompute ``is_labeled`` when a PATCH changes ``overlap`` (TaskAPI saves the
+        serializer's fields as sent), and the next-task logic only hands out tasks with
+        ``is_labeled`` false, so the caller sends the value that matches the new overlap.
+        """
+        kwargs: dict[str, Any] = {"meta": meta}
+        if overlap is not None:
+            kwargs["overlap"] = int(overlap)
+        if is_labeled is not None:
+            kwargs["is_labeled"] = bool(is_labeled)
+        self.call(f"setting the overlap of task {task_id}", "PATCH", self.sdk.tasks.update,
+                  str(task_id), not_found=f"task {task_id} was deleted during the sync",
+                  **kwargs)
+
+    def dm_columns(self, project_id: int) -> list[dict[str, Any]]:
+        """The Data Manager columns of a project (``GET /api/dm/columns?project=ID``).
+
+        The SDK has no method for it, so the request goes through its own HTTP client
+        (same base URL and authentication). Each column has ``id``, ``parent`` (``data``
+        for task data keys) and ``visibility_defaults`` (``explore``/``labeling``).
+        """
+        from label_studio_sdk.core.api_error import ApiError
+
+        def go() -> list[dict[str, Any]]:
+            resp = self.sdk._client_wrapper.httpx_client.request(
+                "api/dm/columns/", method="GET", params={"project": int(project_id)})
+            if resp.status_code >= 400:
+                raise ApiError(status_code=resp.status_code, body=resp.text[:300])
+            cols = resp.json().get("columns")
+            if not isinstance(cols, list):
+                raise ValueError("no 'columns' list in the answer")
+            return [c for c in cols if isinstance(c, dict)]
+
+        return self.call(f"listing Data Manager columns of project {project_id}", "GET", go,
+                         not_found=f"project {project_id} does not exist on {self.url}")
+
     def list_views(self, project_id: int) -> list[dict[str, Any]]:
         views = self.call(f"listing views of project {project_id}", "GET",
                           self.sdk.views.list, project=project_id)

@@ -407,6 +407,35 @@ class LocalLabelStudio:
                                    last_name=last_name)
         return int(user.id)
 
+    def user_token(self, user_id: int) -> str:
+        """The legacy API token of a user of this local server (to act as that user).
+
+        Label Studio creates one for every new user (users/models.py, post_save on User)
+        but shows it only to the user themself (``GET /api/current-user/token``), and
+        users made by :meth:`create_user` have no password to log in with; so it is read
+        from this server's own SQLite database (``authtoken_token``), read-only.
+
+        Raises
+        ------
+        LabelStudioError
+            The user has no token (or the database cannot be read).
+        """
+        import sqlite3
+
+        db_path = self.data_dir / "label_studio.sqlite3"
+        try:
+            db = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=30)
+            try:
+                row = db.execute("SELECT key FROM authtoken_token WHERE user_id = ?",
+                                 (int(user_id),)).fetchone()
+            finally:
+                db.close()
+        except sqlite3.Error as exc:
+            raise LabelStudioError(f"cannot read tokens from {db_path}: {exc}") from exc
+        if not row:
+            raise LabelStudioError(f"user {user_id} has no API token on {self.url}")
+        return str(row[0])
+
     def create_personal_access_token(self) -> str:
         """A personal access token (refresh JWT) for the admin.
 

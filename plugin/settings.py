@@ -194,6 +194,11 @@ class SyncOptions:
     views: bool = True
     meta: bool = True
     bulk: bool = True
+    # Routing (plugin/routing.py): raise the overlap of each flagged task by one, up to
+    # ``route_max_overlap``, so Label Studio hands it to one more annotator; undone when
+    # the task is no longer flagged (or routing is switched off).
+    route_flagged: bool = False
+    route_max_overlap: int = 5
     # The live service (plugin/live) rescores events against a frozen project baseline and
     # makes a new one after this many events (and at every reconcile), never per event; a
     # new baseline is computed beside the event path and republishes what it moved, once.

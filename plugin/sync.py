@@ -20,6 +20,7 @@ from .annotator_report import annotator_quality, write_reports
 from .report.model import Report, to_jsonable
 from .client import BadInput, Connection, LabelStudioError, RetryPolicy
 from .pushback import PushOutcome, Write, current_of, desired_for, fingerprint, needs_write, push
+from .routing import RoutingOutcome, route_flagged
 from .settings import PluginSettings, SyncOptions, settings_from_mapping
 from .state import SyncState, project_key
 from .views import ViewsOutcome, ensure_views
@@ -53,6 +54,7 @@ class SyncResult:
     calls: dict[str, int] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     push: PushOutcome | None = None
+    routing: RoutingOutcome | None = None
 
 
 def as_plugin_settings(settings: Any) -> PluginSettings:
@@ -248,10 +250,18 @@ def sync_project(url: str, token: str, project_id: int, settings: Any = None,
         state.forget_tasks(key, pushed.vanished)
         timings["push"] = time.perf_counter() - t2
 
+        # Routing after the push: it reads each task it changes fresh, and the push keeps
+        # its meta key. Run even with routing off, to undo what an earlier run raised
+        # (no request at all when no task carries a routing record).
+        t_route = time.perf_counter()
+        routed = route_flagged(conn, project_id, report, opts, tasks=tasks)
+        timings["routing"] = time.perf_counter() - t_route
+
         t3 = time.perf_counter()
         views = None
         if opts.views:
-            views = ensure_views(conn, project_id, annotator_emails(report, users))
+            views = ensure_views(conn, project_id, annotator_emails(report, users),
+                                 controls=list(report.controls))
         timings["views"] = time.perf_counter() - t3
 
         header = {"server": conn.url, "project": project_id,
@@ -267,7 +277,7 @@ def sync_project(url: str, token: str, project_id: int, settings: Any = None,
             skipped=len(tasks) - len(writes), written=pushed.written,
             merged_fresh=pushed.merged_fresh, vanished=pushed.vanished, views=views,
             run_id=run_id, state_path=state_file, timings=timings, calls=dict(conn.calls),
-            warnings=list(report.warnings), push=pushed)
+            warnings=list(report.warnings), push=pushed, routing=routed)
     except BaseException as exc:
         if run_id is not None:
             state.finish_run(run_id, "failed", message=f"{type(exc).__name__}: {exc}"[:500])

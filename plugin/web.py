@@ -1,35 +1,54 @@
-"""HTTP side of ``ls-agreement serve``: the webhook endpoint and the admins' quality page.
+"""HTTP side of ``ls-agreement serve``: the webhook endpoint, the JSON API and the quality pages.
 
-Routes (stdlib ``ThreadingHTTPServer``; one thread per request)::
+FastAPI application served by uvicorn in a thread of the service (:class:`QualityServer`)::
 
-    POST /webhook                  Label Studio events → 200 queued | 401 | 400 | 503
-    GET  /                         served projects with their headline numbers (HTML)
-    GET  /projects/<id>            latest report as the quality page (adapters.render)
+    POST /webhook                    Label Studio events → 200 queued | 401 | 400 | 411 | 413 | 503
+    GET  /                           served projects with their headline numbers (HTML)
+    GET  /projects/<id>              latest report as the quality page (adapters.render)
     GET  /projects/<id>/report.json  latest report (JSON)
     GET  /jobs[?limit=N&project=ID]  recent jobs with status (JSON)
-    GET  /health                   {"status": "UP"|"DEGRADED", ...} (503 when the worker died)
+    GET  /health                     {"status": "UP"|"DEGRADED", ...} (503 when the worker died)
+    GET  /openapi.json               OpenAPI description of the routes above
 
-The pages have no authentication of their own: bind to 127.0.0.1 (the default) or put the
-service behind the same proxy/auth as Label Studio.
+``/webhook`` checks the shared-secret header before reading the body and refuses bodies
+over ``webhooks.MAX_BODY`` from their Content-Length, or while streaming a chunked one.
+Every other route follows :class:`~ls_agreement.plugin.web_auth.ApiAuth`: open on a
+loopback bind, else a token is required (``/health`` then answers only its status to a
+request without one, enough for a liveness probe). The request log redacts tokens.
 """
 from __future__ import annotations
 
 import html
 import json
-import re
+import socket
 import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Callable, Iterable, TextIO
-from urllib.parse import parse_qs, urlsplit
 
+import anyio
+import anyio.to_thread
+import uvicorn
+from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, Response
+from fastapi.security import APIKeyQuery, HTTPBearer
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from . import webhooks
 from .jobs import JobQueue
-from .webhooks import MAX_BODY, Receiver
+from .web_auth import COOKIE, ApiAuth, AuthUnavailable, redact_query, token_from
+from .web_models import REPORT_DOC, ErrorOut, HealthOut, JobsOut, WebhookOut
+from .webhooks import SECRET_HEADER, Receiver, WebhookRejected, authenticate
 
-_PROJECT = re.compile(r"^/projects/(\d+)(/report\.json)?/?$")
+REQUEST_TIMEOUT = 60.0      # s: reading a webhook body, answering a page or the JSON API
+KEEP_ALIVE = 5              # s: an idle keep-alive connection is closed after this
+GRACEFUL_SHUTDOWN = 5       # s: requests still running at stop() are cancelled after this
+JSON_TYPE = "application/json; charset=utf-8"
 
 
 @dataclass
@@ -37,7 +56,9 @@ class App:
     """What the request handlers read.
 
     ``projects()`` lists the served project ids; ``worker_alive()`` reports the worker
-    thread; ``ls_url`` links back to Label Studio.
+    thread; ``ls_url`` links back to Label Studio; ``auth`` decides who reads the pages
+    and the JSON API; ``request_timeout`` bounds reading a webhook body and answering a
+    page (rendering a report's plots can take seconds on a busy machine).
     """
 
     queue: JobQueue
@@ -47,6 +68,8 @@ class App:
     ls_url: str = ""
     log: TextIO | None = sys.stderr
     started_at: float = field(default_factory=time.time)
+    auth: ApiAuth = field(default_factory=lambda: ApiAuth(required=False))
+    request_timeout: float = REQUEST_TIMEOUT
     _cache: dict[int, tuple[tuple[str, int, int], str]] = field(default_factory=dict)
     _cache_lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -131,134 +154,410 @@ def _when(ts: Any) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
 
 
-class Handler(BaseHTTPRequestHandler):
-    """Routes requests to the :class:`App` attached to the server."""
+# -- helpers -----------------------------------------------------------------------------
+def _json(status: int, obj: Any, *, close: bool = False,
+          headers: dict[str, str] | None = None) -> Response:
+    # indent=1 and default=str as the stdlib server answered: a human reads these too
+    hdrs = dict(headers or {})
+    if close:   # the body was not read: the connection cannot carry another request
+        hdrs["Connection"] = "close"
+    return Response(json.dumps(obj, default=str, indent=1).encode(), status_code=status,
+                    media_type=JSON_TYPE, headers=hdrs)
 
-    server: "QualityServer"
-    server_version = "ls-agreement"
-    protocol_version = "HTTP/1.1"
 
-    # -- plumbing -------------------------------------------------------------------------
-    def _send(self, status: int, body: bytes, ctype: str) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("Cache-Control", "no-store")
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
+def _html(status: int, text: str) -> HTMLResponse:
+    return HTMLResponse(text, status_code=status)
 
-    def _json(self, status: int, obj: Any) -> None:
-        self._send(status, json.dumps(obj, default=str, indent=1).encode(),
-                   "application/json; charset=utf-8")
 
-    def _html(self, status: int, text: str) -> None:
-        self._send(status, text.encode("utf-8"), "text/html; charset=utf-8")
+class _Plumbing:
+    """Pure ASGI middleware: request log without tokens, ``no-store``, HEAD as GET.
 
-    def log_message(self, fmt: str, *args: Any) -> None:
-        log = self.server.app.log
-        if log is not None:
-            print(f"{self.address_string()} {fmt % args}", file=log, flush=True)
+    Not ``BaseHTTPMiddleware``: that one wraps the request body, and ``/webhook`` streams it.
+    """
 
-    def _guard(self, fn: Callable[[], None]) -> None:
+    def __init__(self, app: ASGIApp, log: Callable[[], TextIO | None]) -> None:
+        self.app, self.log = app, log
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        status = 0
+
+        async def send_(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+                headers = list(message.get("headers", []))
+                if not any(k.lower() == b"cache-control" for k, _ in headers):
+                    headers.append((b"cache-control", b"no-store"))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        # HEAD is routed as GET; uvicorn sends the headers without the body
+        inner = {**scope, "method": "GET"} if scope["method"] == "HEAD" else scope
         try:
-            fn()
-        except (BrokenPipeError, ConnectionResetError):
-            pass
-        except Exception as exc:  # noqa: BLE001 - an error page, never a traceback
-            self.log_message("internal error on %s: %s: %s", self.path, type(exc).__name__, exc)
+            await self.app(inner, receive, send_)
+        finally:
+            log = self.log()
+            if log is not None:
+                client = (scope.get("client") or ("-",))[0]
+                q = scope.get("query_string", b"").decode("latin-1")
+                target = scope["path"] + ("?" + redact_query(q) if q else "")
+                try:
+                    print(f'{client} "{scope["method"]} {target} HTTP/{scope["http_version"]}"'
+                          f" {status or '-'}", file=log, flush=True)
+                except (OSError, ValueError):   # a closed log must not fail the request
+                    pass
+
+
+# -- the application ---------------------------------------------------------------------
+def create_app(app: App) -> FastAPI:
+    """The FastAPI application over ``app`` (routes in the module docstring).
+
+    Parameters
+    ----------
+    app : App
+        Queue, receiver, served projects, access rule and timeouts.
+
+    Returns
+    -------
+    FastAPI
+        Without the interactive /docs (its page loads scripts from a CDN); the OpenAPI
+        description is at ``/openapi.json``, under the same access rule as the API.
+    """
+    api = FastAPI(
+        title="ls-agreement serve", version="1", docs_url=None, redoc_url=None,
+        openapi_url=None,
+        description="Webhook receiver, job status and agreement reports of "
+                    "`ls-agreement serve`. Every route but `/webhook` needs a token unless "
+                    "the service is bound to a loopback address without `--api-token`.")
+    # declared for the OpenAPI security schemes; the token itself is read by token_from,
+    # which also takes Label Studio's own `Authorization: Token <t>` and the cookie
+    bearer = HTTPBearer(auto_error=False, scheme_name="bearer",
+                        description="--api-token, or a Label Studio API token")
+    query = APIKeyQuery(name="token", auto_error=False, scheme_name="token",
+                        description="same token as a query parameter (sets a cookie)")
+
+    def authorized(request: Request, _b: Any = Depends(bearer), _q: Any = Depends(query)) -> bool:
+        # sync: FastAPI runs it in a worker thread, and a check may ask Label Studio
+        try:
+            return app.auth.accepts(token_from(request.headers, request.query_params,
+                                               request.cookies))
+        except AuthUnavailable as exc:
+            raise HTTPException(503, str(exc)) from None
+
+    def require_token(ok: bool = Depends(authorized)) -> None:
+        if not ok:
+            raise HTTPException(401, f"a token is required: {app.auth.schemes}, as "
+                                     "'Authorization: Bearer <token>' or '?token=<token>'",
+                                headers={"WWW-Authenticate": "Bearer"})
+
+    guarded = [Depends(require_token)]
+    errors: dict[int | str, dict[str, Any]] = {
+        401: {"model": ErrorOut, "description": "token missing or refused"},
+        503: {"model": ErrorOut, "description": "Label Studio could not check the token"},
+        504: {"model": ErrorOut, "description": "not answered within --request-timeout"}}
+
+    async def run(fn: Callable[..., Response], *args: Any) -> Response:
+        """``fn(*args)`` in a worker thread, bounded by the request timeout.
+
+        The thread is abandoned, not killed, at the timeout: a page render finishes in the
+        background and fills the page cache, so the next request is answered at once.
+        """
+        with anyio.move_on_after(app.request_timeout):
             try:
-                self._json(500, {"status": "error", "error": f"{type(exc).__name__}: {exc}"})
-            except OSError:
-                pass
+                return await anyio.to_thread.run_sync(fn, *args, abandon_on_cancel=True)
+            except Exception as exc:  # noqa: BLE001 - an error answer, never a traceback
+                _log(app, f"internal error: {type(exc).__name__}: {exc}")
+                return _json(500, {"status": "error", "error": f"{type(exc).__name__}: {exc}"})
+        return _json(504, {"status": "error", "error": f"not answered within "
+                                                       f"{app.request_timeout:g} s"})
 
-    # -- methods --------------------------------------------------------------------------
-    def do_POST(self) -> None:
-        self._guard(self._post)
+    # -- webhook ------------------------------------------------------------------------
+    @api.post("/webhook", response_model=WebhookOut, tags=["webhook"],
+              summary="Label Studio webhook events",
+              responses={400: {"model": ErrorOut}, 401: {"model": ErrorOut},
+                         408: {"model": ErrorOut}, 411: {"model": ErrorOut},
+                         413: {"model": ErrorOut}, 503: {"model": ErrorOut}},
+              openapi_extra={"requestBody": {"required": True, "content": {
+                  "application/json": {"schema": {
+                      "type": "object", "required": ["action"],
+                      "description": "Label Studio's payload (send_payload=true)"}}}}})
+    async def webhook(request: Request, secret: str | None = Header(
+            None, alias=SECRET_HEADER, description="the shared secret of `--secret`"),
+    ) -> Response:
+        """Persist a coalesced job for the event's project before answering 200."""
+        # ``secret`` is declared for the OpenAPI description; the check itself is the
+        # receiver's (webhooks.authenticate, constant time) on the raw headers
+        headers = request.headers
+        try:
+            authenticate(headers, app.receiver.secret)
+        except WebhookRejected:
+            # no work done: the body is not read; the receiver answers (and counts) the 401
+            status, out = app.receiver.handle(headers, b"")
+            return _json(status, out, close=True)
+        limit = webhooks.MAX_BODY       # read now: tests and deployments may lower it
+        length = headers.get("content-length")
+        chunked = "chunked" in headers.get("transfer-encoding", "").lower()
+        if length is not None:
+            if not length.strip().isdigit():
+                return _json(400, {"status": "rejected", "error": "bad Content-Length"},
+                             close=True)
+            if int(length) > limit:
+                return _json(413, {"status": "rejected", "error": f"body of {int(length)} "
+                                   f"bytes exceeds {limit}"}, close=True)
+        elif not chunked:
+            return _json(411, {"status": "rejected", "error": "Content-Length required"},
+                         close=True)
+        parts: list[bytes] = []
+        size = 0
+        # a client trickling its body must not hold a connection forever
+        with anyio.move_on_after(app.request_timeout) as scope:
+            try:
+                async for chunk in request.stream():
+                    size += len(chunk)
+                    if size > limit:     # chunked bodies announce no length
+                        return _json(413, {"status": "rejected", "error": f"body exceeds "
+                                           f"{limit} bytes"}, close=True)
+                    parts.append(chunk)
+            except ClientDisconnect:
+                return Response(status_code=400)     # nobody is left to read it
+        if scope.cancelled_caught:
+            return _json(408, {"status": "rejected", "error": f"body not received within "
+                                                              f"{app.request_timeout:g} s"},
+                         close=True)
+        status, out = await anyio.to_thread.run_sync(app.receiver.handle, headers,
+                                                     b"".join(parts))
+        return _json(status, out)
 
-    def do_GET(self) -> None:
-        self._guard(self._get)
+    # alias: the stdlib server accepted a trailing slash; a redirect would lose a POST
+    api.add_api_route("/webhook/", webhook, methods=["POST"], include_in_schema=False)
 
-    def do_HEAD(self) -> None:
-        self._guard(self._get)
-
-    def _not_allowed(self) -> None:
-        self._json(405, {"status": "error", "error": f"{self.command} not allowed here"})
-
-    do_PUT = do_DELETE = do_PATCH = _not_allowed
-
-    def _post(self) -> None:
-        path = urlsplit(self.path).path.rstrip("/")
-        if path != "/webhook":
-            if path in ("", "/health", "/jobs") or _PROJECT.match(path):
-                return self._not_allowed()
-            return self._json(404, {"status": "error", "error": f"no route {path}"})
-        length = self.headers.get("Content-Length")
-        if length is None or not length.strip().isdigit():
-            self.close_connection = True
-            return self._json(411, {"status": "rejected", "error": "Content-Length required"})
-        n = int(length)
-        if n > MAX_BODY:
-            self.close_connection = True
-            return self._json(413, {"status": "rejected",
-                                    "error": f"body of {n} bytes exceeds {MAX_BODY}"})
-        body = self.rfile.read(n)
-        status, out = self.server.app.receiver.handle(self.headers, body)
-        self._json(status, out)
-
-    def _get(self) -> None:
-        app = self.server.app
-        url = urlsplit(self.path)
-        path = url.path
-        if path in ("/", "/index.html"):
-            return self._html(200, app.index_html())
-        if path.rstrip("/") == "/health":
+    # -- JSON API -------------------------------------------------------------------------
+    @api.get("/health", response_model=HealthOut, tags=["api"], summary="Service health",
+             responses={503: {"model": HealthOut, "description": "the worker died"}})
+    async def health(ok: bool = Depends(authorized)) -> Response:
+        """Worker, jobs, live-path and webhook statistics; only ``status`` without a token."""
+        def answer() -> Response:
             alive = app.worker_alive()
-            return self._json(200 if alive else 503, {
-                "status": "UP" if alive else "DEGRADED", "worker_alive": alive,
-                "uptime": round(time.time() - app.started_at, 1),
-                "jobs": app.queue.counts(), "projects": sorted(set(app.projects())),
-                # per project: differences reconciles found (lost events), republished tasks
-                "live": {str(k): v for k, v in app.queue.live_stats().items()},
-                "webhooks": app.receiver.ack_stats()})
-        if path.rstrip("/") == "/jobs":
-            q = parse_qs(url.query)
-            try:
-                limit = min(500, max(1, int(q.get("limit", ["50"])[0])))
-                project = int(q["project"][0]) if "project" in q else None
-            except ValueError:
-                return self._json(400, {"status": "error",
-                                        "error": "limit and project must be integers"})
-            jobs = [j.to_dict() for j in app.queue.recent(limit, project)]
-            return self._json(200, {"counts": app.queue.counts(), "jobs": jobs})
-        m = _PROJECT.match(path)
-        if m:
-            pid = int(m.group(1))
-            report = app.report_path(pid)
-            if report is None:
-                known = pid in set(app.projects())
-                msg = (f"project {pid}: no report yet (see /jobs?project={pid})" if known
-                       else f"project {pid} is not served here")
-                if m.group(2):
-                    return self._json(404, {"status": "error", "error": msg})
-                return self._html(404, f"<!DOCTYPE html><p>{html.escape(msg)}</p>"
-                                       "<p><a href='/'>all projects</a></p>")
-            if m.group(2):
-                return self._send(200, report.read_bytes(), "application/json; charset=utf-8")
-            return self._html(200, app.report_html(pid, report))
-        self._json(404, {"status": "error", "error": f"no route {path}"})
+            out: dict[str, Any] = {"status": "UP" if alive else "DEGRADED"}
+            if ok:
+                out.update({
+                    "worker_alive": alive, "uptime": round(time.time() - app.started_at, 1),
+                    "jobs": app.queue.counts(), "projects": sorted(set(app.projects())),
+                    # per project: differences reconciles found (lost events), republished
+                    "live": {str(k): v for k, v in app.queue.live_stats().items()},
+                    "webhooks": app.receiver.ack_stats()})
+            return _json(200 if alive else 503, out)
+        return await run(answer)
+
+    @api.get("/jobs", response_model=JobsOut, tags=["api"], summary="Recent jobs",
+             dependencies=guarded, responses={400: {"model": ErrorOut}, **errors})
+    async def jobs(limit: int = Query(50, description="how many (clamped to 1..500)"),
+                   project: int | None = Query(None, description="only this project"),
+                   ) -> Response:
+        """Job counts and the most recent jobs, newest first."""
+        def answer() -> Response:
+            n = min(500, max(1, limit))
+            return _json(200, {"counts": app.queue.counts(),
+                               "jobs": [j.to_dict() for j in app.queue.recent(n, project)]})
+        return await run(answer)
+
+    @api.get("/projects/{project_id:int}/report.json", tags=["api"], dependencies=guarded,
+             summary="Latest report of a project", response_model=dict[str, Any],
+             response_description=REPORT_DOC,
+             responses={404: {"model": ErrorOut, "description": "no report (yet)"}, **errors})
+    async def report_json(project_id: int) -> Response:
+        """The latest report file of the project, as stored."""
+        def answer() -> Response:
+            path = app.report_path(project_id)
+            if path is None:
+                return _json(404, {"status": "error", "error": _missing(app, project_id)})
+            return Response(path.read_bytes(), media_type=JSON_TYPE)
+        return await run(answer)
+
+    # -- pages ----------------------------------------------------------------------------
+    @api.get("/", response_class=HTMLResponse, tags=["pages"], dependencies=guarded,
+             summary="Served projects with their headline numbers", responses=errors)
+    async def index() -> Response:
+        return await run(lambda: _html(200, app.index_html()))
+
+    api.add_api_route("/index.html", index, methods=["GET"], include_in_schema=False,
+                      dependencies=guarded)
+
+    @api.get("/projects/{project_id:int}", response_class=HTMLResponse, tags=["pages"],
+             dependencies=guarded, summary="Quality page of a project",
+             responses={404: {"description": "no report (yet)"}, **errors})
+    async def project_page(project_id: int) -> Response:
+        def answer() -> Response:
+            path = app.report_path(project_id)
+            if path is None:
+                return _html(404, f"<!DOCTYPE html><p>{html.escape(_missing(app, project_id))}"
+                                  "</p><p><a href='/'>all projects</a></p>")
+            return _html(200, app.report_html(project_id, path))
+        return await run(answer)
+
+    @api.get("/openapi.json", include_in_schema=False, dependencies=guarded)
+    async def openapi() -> Response:
+        return _json(200, api.openapi())
+
+    # -- errors in the shape the stdlib server answered -----------------------------------
+    @api.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        if exc.status_code == 404:
+            msg = f"no route {request.url.path}"
+        elif exc.status_code == 405:
+            msg = f"{request.method} not allowed here"
+        else:
+            msg = str(exc.detail)
+        if exc.status_code == 401 and "text/html" in request.headers.get("accept", ""):
+            # a browser, e.g. from the link in the project's description: ask for a token
+            # (the form sends it as ?token=, which then leaves the cookie)
+            page = ("<!DOCTYPE html><html lang=en><meta charset=utf-8><title>ls-agreement"
+                    "</title><body style='font-family:system-ui,sans-serif;margin:2em'>"
+                    f"<p>{html.escape(msg)}.</p><form method=get><label>Token "
+                    "<input type=password name=token autofocus size=48></label> "
+                    "<button>Open</button></form><p><small>Your Label Studio API token is "
+                    "under Account &amp; Settings.</small></p></body></html>")
+            return HTMLResponse(page, status_code=401, headers=dict(exc.headers or {}))
+        return _json(exc.status_code, {"status": "error", "error": msg},
+                     headers=dict(exc.headers or {}))
+
+    @api.exception_handler(RequestValidationError)
+    async def bad_parameters(request: Request, exc: RequestValidationError) -> Response:
+        msg = "; ".join(f"{'.'.join(map(str, e.get('loc', ())))}: {e.get('msg')}"
+                        for e in exc.errors())
+        return _json(400, {"status": "error", "error": msg or "bad parameters"})
+
+    api.add_middleware(_TokenCookie, enabled=lambda: app.auth.required)
+    api.add_middleware(_Plumbing, log=lambda: app.log)
+    return api
 
 
-class QualityServer(ThreadingHTTPServer):
-    """``ThreadingHTTPServer`` carrying the :class:`App`."""
 
-    daemon_threads = True
-    allow_reuse_address = True
+class _TokenCookie:
+    """Keeps a ``?token=`` that opened a page as an HttpOnly cookie.
 
-    def __init__(self, address: tuple[str, int], app: App) -> None:
+    A browser following the page's links (``/projects/<id>``, ``/jobs``) then stays signed
+    in without the token in every URL; the cookie is checked like the header each time.
+    """
+
+    def __init__(self, app: ASGIApp, enabled: Callable[[], bool]) -> None:
+        self.app, self.enabled = app, enabled
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (scope["type"] != "http" or b"token=" not in scope.get("query_string", b"")
+                or not self.enabled()):
+            return await self.app(scope, receive, send)
+        from urllib.parse import parse_qs
+
+        token = (parse_qs(scope["query_string"].decode("latin-1")).get("token") or [""])[0]
+
+        async def send_(message: Message) -> None:
+            if (message["type"] == "http.response.start" and message["status"] < 400
+                    and token and all(c.isprintable() and c not in ';,"\\ ' for c in token)):
+                cookie = (f"{COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict; "
+                          "Max-Age=3600").encode("latin-1", "replace")
+                message = {**message, "headers": [*message.get("headers", []),
+                                                  (b"set-cookie", cookie)]}
+            await send(message)
+
+        await self.app(scope, receive, send_)
+
+
+def _missing(app: App, project_id: int) -> str:
+    known = project_id in set(app.projects())
+    return (f"project {project_id}: no report yet (see /jobs?project={project_id})" if known
+            else f"project {project_id} is not served here")
+
+
+def _log(app: App, line: str) -> None:
+    if app.log is not None:
+        try:
+            print(line, file=app.log, flush=True)
+        except (OSError, ValueError):
+            pass
+
+
+# -- the server --------------------------------------------------------------------------
+def _bind(host: str, port: int) -> socket.socket:
+    """A listening socket on ``(host, port)``; raises OSError (port busy, bad address)."""
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    family, kind, proto, _, addr = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(addr)
+        # listening before uvicorn's loop runs: early connections wait in the backlog
+        sock.listen(2048)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+class QualityServer:
+    """uvicorn serving :func:`create_app` in a daemon thread of the service.
+
+    The socket is bound here, so a busy port fails in the constructor (``OSError``) and
+    ``--port 0`` knows its port at once. uvicorn installs no signal handlers from a thread
+    that is not the main one: ``serve`` handles SIGTERM itself and calls :meth:`stop`.
+
+    Parameters
+    ----------
+    address : (str, int)
+        Host and port to bind (port 0: any free port).
+    app : App
+        What the routes read.
+    keep_alive : int
+        Seconds an idle keep-alive connection stays open.
+    graceful : int
+        Seconds :meth:`stop` lets running requests finish before cancelling them.
+    """
+
+    def __init__(self, address: tuple[str, int], app: App, *, keep_alive: int = KEEP_ALIVE,
+                 graceful: int = GRACEFUL_SHUTDOWN) -> None:
         self.app = app
-        super().__init__(address, Handler)
+        self.socket = _bind(*address)
+        self.port: int = int(self.socket.getsockname()[1])
+        config = uvicorn.Config(
+            create_app(app), lifespan="off", timeout_keep_alive=keep_alive,
+            timeout_graceful_shutdown=graceful,
+            # our own request log (tokens redacted), no dictConfig of the process' logging
+            log_config=None, access_log=False, server_header=False,
+            # behind a proxy the client address would come from X-Forwarded-For: it decides
+            # nothing here (no address-based access), so the headers are not trusted
+            proxy_headers=False)
+        self.server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._run, name="ls-agreement-http",
+                                        daemon=True)
+        self.error: BaseException | None = None
 
-    @property
-    def port(self) -> int:
-        return int(self.server_address[1])
+    def _run(self) -> None:
+        try:
+            self.server.run(sockets=[self.socket])
+        except BaseException as exc:  # noqa: BLE001 - SystemExit from uvicorn included
+            self.error = exc
+            _log(self.app, f"http server stopped: {type(exc).__name__}: {exc}")
+
+    def start(self, timeout: float = 30.0) -> None:
+        """Start serving; returns once uvicorn accepts connections (or raises)."""
+        self._thread.start()
+        deadline = time.monotonic() + timeout
+        while not self.server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError(f"the HTTP server did not start: {self.error!r}")
+            time.sleep(0.01)
+
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def stop(self, timeout: float = GRACEFUL_SHUTDOWN + 5.0) -> None:
+        """Stop accepting, let running requests finish (``graceful`` s), close the socket."""
+        self.server.should_exit = True
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+        if self._thread.is_alive():
+            self.server.force_exit = True
+            self._thread.join(2.0)
+        self.socket.close()

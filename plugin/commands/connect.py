@@ -5,6 +5,11 @@ Idempotent: the project's webhook with the same receiver URL is found again and 
 (duplicates removed), never duplicated. Label Studio webhooks carry no signature
 (docs/label-studio.md §8), so the shared secret goes into a header set on the webhook
 (``X-LS-Agreement-Secret``) and ``serve --secret`` checks it.
+
+The quality page is made reachable from Label Studio: one line of the project's description
+(``ls-agreement quality page: <receiver base>/projects/<id>``) links to it. The line is the
+marker: a later ``connect`` replaces it (a new address) rather than adding a second one,
+``--no-page-link`` removes it, and the rest of the description is the user's and is kept.
 """
 from __future__ import annotations
 
@@ -21,6 +26,8 @@ HELP = ("Register a project's webhook to the `ls-agreement serve` receiver (idem
         "and run a first sync, which creates the Data Manager views.")
 
 PUBLIC_URL_ENV = "LS_AGREEMENT_PUBLIC_URL"
+#: Start of the description line linking to the quality page; also how it is found again.
+PAGE_LINK_PREFIX = "ls-agreement quality page: "
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,6 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-sync", action="store_true",
                         help="only register the webhook (no first sync)")
     parser.add_argument("--quiet", action="store_true", help="no progress output")
+    parser.add_argument("--no-page-link", action="store_true",
+                        help="do not link the quality page from the project's description "
+                             "(and remove the link an earlier connect added)")
 
 
 def receiver_url(raw: str) -> str:
@@ -53,6 +63,62 @@ def receiver_url(raw: str) -> str:
                        f"http://127.0.0.1:8765/webhook (got {raw!r})")
     path = parts.path if parts.path not in ("", "/") else "/webhook"
     return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
+
+
+def quality_page_url(hook_url: str, project_id: int) -> str:
+    """The quality page ``serve`` shows for a project, next to its webhook receiver.
+
+    ``serve`` answers ``/webhook`` and ``/projects/<id>`` side by side, so the page is the
+    receiver URL with its last path segment replaced: ``http://h:8765/webhook`` →
+    ``http://h:8765/projects/7``, and behind a proxy prefix ``https://h/lsa/webhook`` →
+    ``https://h/lsa/projects/7``.
+    """
+    parts = urlsplit(hook_url)
+    base = parts.path.rsplit("/", 1)[0]
+    return urlunsplit((parts.scheme, parts.netloc, f"{base}/projects/{int(project_id)}", "", ""))
+
+
+def with_page_link(description: str | None, page_url: str | None) -> str:
+    """``description`` with exactly one quality-page line (none when ``page_url`` is None).
+
+    Lines starting with :data:`PAGE_LINK_PREFIX` are removed and, with a URL, one is put at
+    the end after a blank line; the user's own lines are kept as they are. Idempotent:
+    ``with_page_link(with_page_link(d, u), u) == with_page_link(d, u)``.
+    """
+    kept = [line for line in (description or "").splitlines() if not line.startswith(PAGE_LINK_PREFIX)]
+    text = "\n".join(kept).rstrip()
+    if page_url:
+        text = (text + "\n\n" if text else "") + PAGE_LINK_PREFIX + page_url
+    return text
+
+
+def ensure_page_link(conn: Any, project: dict[str, Any], page_url: str | None) -> str:
+    """Put (``page_url``) or remove (None) the quality-page line of the project's description.
+
+    Parameters
+    ----------
+    conn : plugin.client.Connection
+        Connection whose ``sdk`` is the SDK client.
+    project : dict
+        The project as :meth:`Connection.get_project` reads it (``id``, ``description``).
+    page_url : str or None
+        The quality page's address; None removes the line.
+
+    Returns
+    -------
+    str
+        ``"added"``, ``"updated"``, ``"removed"`` or ``"unchanged"`` (then nothing is written).
+    """
+    old = project.get("description") or ""
+    had = any(line.startswith(PAGE_LINK_PREFIX) for line in old.splitlines())
+    if not had and not page_url:
+        return "unchanged"     # nothing of ours to remove: leave the user's text byte for byte
+    new = with_page_link(old, page_url)
+    if new == old:
+        return "unchanged"
+    conn.call(f"linking the quality page from project {project['id']}'s description", "PATCH",
+              conn.sdk.projects.update, int(project["id"]), description=new)
+    return "removed" if not page_url else "updated" if had else "added"
 
 
 def ensure_webhook(conn: Any, project_id: int, url: str,
@@ -123,12 +189,22 @@ def run(args: argparse.Namespace) -> int:
         conn = Connection(args.url, args.token, timeout=30)
         try:
             conn.whoami()
-            conn.get_project(args.project)
+            project = conn.get_project(args.project)
+            page_url = None if args.no_page_link else quality_page_url(hook_url, args.project)
+            # before the webhook exists: Label Studio would send our own edit to it (PROJECT_UPDATED)
+            try:
+                linked = ensure_page_link(conn, {"id": args.project, **project}, page_url)
+            except LabelStudioError as exc:   # a convenience: the webhook and sync matter more
+                linked = "not written"
+                print(f"warning: could not link the quality page from the description: {exc}",
+                      file=sys.stderr)
             hook_id, what = ensure_webhook(conn, args.project, hook_url, args.secret)
         finally:
             conn.close()
         print(f"project {args.project}: webhook {hook_id} {what} → {hook_url}"
               + ("" if args.secret else " (no secret: the receiver must run without one)"))
+        if page_url:
+            print(f"quality page (linked from the project's description, {linked}): {page_url}")
         try:
             queue = JobQueue(args.state)
         except ValueError as exc:

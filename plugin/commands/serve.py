@@ -1,23 +1,31 @@
 """``ls-agreement serve``: webhook receiver, job worker, periodic reconcile and the
-admins' quality page, in one process (see plugin/web.py for the routes).
+admins' quality page, in one process (see plugin/web.py for the routes: FastAPI on
+uvicorn, in a thread of :class:`Service`).
 
 State (jobs, served projects, latest reports, sync fingerprints) lives in one SQLite file
 (``--state``); report files under ``--out/project-<id>/``. SIGTERM or Ctrl-C stops it:
 the HTTP server stops accepting, the worker finishes its current job (up to ``--grace``
 seconds; an unfinished job stays ``running`` and is picked up again at the next start).
+
+Access (plugin/web_auth.py): on a loopback ``--host`` the pages and JSON API are open; on
+any other address (or with ``--api-token``) they need ``--api-token`` or a Label Studio
+user's API token, and the service refuses to start on a non-loopback address without a
+webhook ``--secret`` (anyone on the network could otherwise queue jobs).
 """
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import threading
 from typing import Any, Sequence, TextIO
-from .common import EXIT_BAD_INPUT, EXIT_OK, add_server_arguments, add_service_arguments
+from .common import (EXIT_BAD_INPUT, EXIT_OK, SECRET_ENV, add_server_arguments,
+                     add_service_arguments)
 
 HELP = ("Run the webhook receiver, the job worker and the quality page: agreement is "
         "recomputed after annotation events and reconciled periodically.")
-
+API_TOKEN_ENV = "LS_AGREEMENT_API_TOKEN"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,8 +35,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="serve only this project (repeatable; default: every project "
                              "registered with `connect` or sending authenticated events)")
     parser.add_argument("--host", default="127.0.0.1",
-                        help="address to bind (default 127.0.0.1)")
+                        help="address to bind (default 127.0.0.1). Any other than a loopback "
+                             "address needs --secret, and the pages and JSON API then need "
+                             "a token (--api-token or a Label Studio user's API token)")
     parser.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 = any)")
+    parser.add_argument("--api-token", default=os.environ.get(API_TOKEN_ENV),
+                        help="token for the pages and JSON API, sent as 'Authorization: "
+                             "Bearer <token>' or '?token=' (default: $" + API_TOKEN_ENV +
+                             "); giving it requires it on a loopback address too")
+    parser.add_argument("--request-timeout", type=float, default=60.0,
+                        help="seconds to receive a webhook body or to answer a page / the "
+                             "JSON API before giving up with 408 / 504 (default 60)")
     add_service_arguments(parser)
     parser.add_argument("--interval", type=float, default=600.0,
                         help="seconds between reconcile syncs of every served project "
@@ -52,6 +69,7 @@ class Service:
     def __init__(self, args: argparse.Namespace, settings: Any, log: TextIO | None) -> None:
         from ..jobs import JobQueue
         from ..web import App, QualityServer
+        from ..web_auth import ApiAuth, is_loopback
         from ..webhooks import Receiver
         from ..live.runner import LiveRunner
         from ..settings import PluginSettings
@@ -72,11 +90,16 @@ class Service:
         self.reconciler = Reconciler(self.queue, self.project_ids, self.stop_event,
                                      args.interval, log=log)
         self.receiver = Receiver(self.queue, args.secret or None, accepts=self._accepts)
+        api_token = getattr(args, "api_token", None) or None
+        # a token is needed as soon as the port is reachable from elsewhere, or when one
+        # was configured (e.g. a loopback bind behind a reverse proxy)
+        self.auth = ApiAuth(required=bool(api_token) or not is_loopback(args.host),
+                            api_token=api_token, ls_url=self.url)
         app = App(self.queue, self.receiver, self.project_ids,
-                  worker_alive=self.worker.is_alive, ls_url=self.url, log=log)
+                  worker_alive=self.worker.is_alive, ls_url=self.url, log=log,
+                  auth=self.auth,
+                  request_timeout=float(getattr(args, "request_timeout", 60.0)))
         self.http = QualityServer((args.host, args.port), app)
-        self._http_thread = threading.Thread(target=self.http.serve_forever,
-                                             name="ls-agreement-http", daemon=True)
         self._stopped = False
 
     @property
@@ -85,7 +108,8 @@ class Service:
 
     @property
     def address(self) -> str:
-        return f"http://{self.args.host}:{self.port}"
+        host = self.args.host
+        return f"http://{'[' + host + ']' if ':' in host else host}:{self.port}"
 
     def project_ids(self) -> list[int]:
         """Served projects: ``--project`` if given, else all the state file knows."""
@@ -99,7 +123,7 @@ class Service:
         return True
 
     def start(self) -> "Service":
-        self._http_thread.start()
+        self.http.start()
         self.worker.start()
         self.reconciler.start()
         return self
@@ -111,8 +135,7 @@ class Service:
         self._stopped = True
         self.stop_event.set()
         self.queue.notify()
-        self.http.shutdown()
-        self.http.server_close()
+        self.http.stop()
         self.worker.join(self.args.grace if grace is None else grace)
         self.reconciler.join(1.0)
         if not self.worker.is_alive():
@@ -144,6 +167,14 @@ def make_service(args: argparse.Namespace, log: TextIO | None = sys.stderr) -> S
         raise BadInput(f"--url must start with http:// or https:// (got {args.url!r})")
     if args.interval < 0 or args.max_attempts < 1 or args.retry_backoff < 0:
         raise BadInput("--interval and --retry-backoff must be >= 0, --max-attempts >= 1")
+    if getattr(args, "request_timeout", 60.0) <= 0:
+        raise BadInput("--request-timeout must be > 0")
+    from ..web_auth import is_loopback
+    if not is_loopback(args.host) and not args.secret:
+        # the webhook would queue work for anyone who can reach the port
+        raise BadInput(f"--host {args.host} is reachable from other machines: set a webhook "
+                       f"--secret (or ${SECRET_ENV}); the pages and JSON API then need "
+                       f"--api-token (or ${API_TOKEN_ENV}) or a Label Studio user's token")
     settings = load_settings(args.settings)
     try:
         return Service(args, settings, None if args.quiet else log)
@@ -166,6 +197,8 @@ def run(args: argparse.Namespace) -> int:
     if not args.secret:
         print("warning: no --secret: webhook requests are accepted without "
               "authentication (use only on a trusted network)", file=sys.stderr)
+    if svc.auth.required:   # says which kinds of token, never a token
+        print(f"pages and JSON API need a token: {svc.auth.schemes}", file=sys.stderr)
     try:   # only a warning: Label Studio may come up later, jobs retry
         conn = Connection(svc.url, args.token, timeout=10, retry=RetryPolicy(attempts=1))
         try:

@@ -40,6 +40,7 @@ from ..report.model import Report
 from ..settings import PluginSettings
 from ..state import SyncState, project_key
 from ..sync import SyncResult, annotator_emails, name_annotators, project_summary
+from ..routing import route_flagged
 from ..views import ensure_views
 from .baseline import ProjectBaseline, apply_scores, make_baseline, score_tasks
 from .events import Applied, apply_event
@@ -149,6 +150,7 @@ class LiveProject:
         out = LiveOutcome("events", n_events=len(events), touched=sorted(touched))
         pushed = self._push(self._plan(touched))
         out.written = pushed.written
+        self._route(touched)
         out.timings = {"score": t1 - t0, "push": time.perf_counter() - t1}
         if self._next is not None and self._next.done():
             return self._swap(out)
@@ -202,7 +204,10 @@ class LiveProject:
         out = LiveOutcome("full", n_events=n_events, touched=sorted(self.mirror.tasks),
                           written=pushed.written, lost=lost)
         if self.settings.sync.views:
-            ensure_views(self.conn, self.project_id, annotator_emails(self.base.report, self.users))
+            ensure_views(self.conn, self.project_id, annotator_emails(self.base.report, self.users),
+                         controls=list(self.base.report.controls))
+        # the read has every task's meta: routing records are found without a request
+        route_flagged(self.conn, self.project_id, self.base.report, self.settings, tasks=tasks)
         self._files(force=True)
         out.timings = {"read": t1 - t0, "baseline": t2 - t1, "push": time.perf_counter() - t2}
         return out
@@ -248,6 +253,7 @@ class LiveProject:
         res.mode = "rebaseline"
         res.republished = sorted(set(pushed.written) - set(res.touched))
         res.written = sorted(set(res.written) | set(pushed.written))
+        self._route(set(pushed.written) | touched)
         res.timings = {**res.timings, "swap": t1 - t0, "republish": time.perf_counter() - t1}
         self._files(force=True)
         return res
@@ -294,6 +300,12 @@ class LiveProject:
                 fp = task.fingerprint(self.mirror.include_predictions)
                 out.append(Write(tid, fp, want, dict(task.data)))
         return out
+
+    def _route(self, task_ids: set[int]) -> None:
+        """Routing of the tasks whose flag may have moved (opt-in; a reconcile's full read
+        also undoes what routing raised once it is switched off)."""
+        if self.settings.sync.route_flagged and task_ids and self.base is not None:
+            route_flagged(self.conn, self.project_id, self.base.report, self.settings, task_ids=task_ids)
 
     def _push(self, writes: list[Write]) -> PushOutcome:
         done: list[Write] = []

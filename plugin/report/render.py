@@ -3,12 +3,12 @@
 CSV (README): ``render_csv`` returns two tables: one row per (control, task) and one row
 per (control, annotator), the latter with ``control = "(project)"`` rows for the
 project-level summary. The HTML page (``render_html``) is the admins' quality page, also
-served by the plugin: inline CSS, plots as embedded PNG (matplotlib's object API, no
-pyplot global state, so it is safe in a server thread).
+served by the plugin: inline CSS, charts as inline SVG whose marks carry their numbers
+(render_charts.py), one small inline script for sortable tables, the control filter and
+the chart tooltips (render_interactive.py): one file, no request of any kind, works offline.
 """
 from __future__ import annotations
 
-import base64
 import csv
 import html
 import io
@@ -16,6 +16,8 @@ import json
 from typing import Any
 
 from .explain import advice
+from .render_charts import annotator_svg, distribution_svg
+from .render_interactive import PAGE_CSS, control_filter, page_script
 from .model import ControlReport, Diagnostic, Report, to_jsonable
 from .render_quality import QUALITY_COLUMNS, members_table, quality_cells, quality_section
 from .render_pairs import (Link, data_manager_link, labels_html, pairs_html, project_pairs_html,  # issue 13
@@ -45,66 +47,6 @@ def _ci(ci: Any) -> str:
     if not isinstance(ci, (list, tuple)) or len(ci) != 2 or ci[0] is None or ci[1] is None:
         return ""
     return f" <span class=ci>[{ci[0]:.3f}, {ci[1]:.3f}]</span>"
-
-
-def _png(fig: Any) -> str:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
-    return ("<img alt='plot' src='data:image/png;base64,"
-            + base64.b64encode(buf.getvalue()).decode("ascii") + "'>")
-
-
-def _distribution_plot(entry: ControlReport) -> str:
-    hist = entry.histogram
-    if hist is None:
-        return ""
-    from matplotlib.figure import Figure
-    import numpy as np
-
-    edges = np.asarray(hist.edges, dtype=float)
-    obs = np.asarray(hist.observed, dtype=float)
-    exp = np.asarray(hist.expected, dtype=float)
-    width = np.diff(edges)
-    fig = Figure(figsize=(6.0, 2.8))
-    ax = fig.add_subplot(1, 1, 1)
-    if obs.sum() > 0:
-        ax.stairs(obs / obs.sum() / width, edges, label="observed (same task)", color="#1f6feb", linewidth=2)
-    if exp.sum() > 0:
-        ax.stairs(exp / exp.sum() / width, edges, label="expected (different tasks)", color="#999",
-                  fill=True, alpha=0.4)
-    if entry.threshold is not None:
-        ax.axvline(entry.threshold, color="#d1242f", linestyle="--", label=f"d* = {entry.threshold:.3g}")
-    ax.set_xlabel(f"distance ({entry.distance})")
-    ax.set_ylabel("density")
-    ax.legend(fontsize=8, frameon=False)
-    return _png(fig)
-
-
-def _annotator_plot(entry: ControlReport) -> str:
-    anns = [(k, v) for k, v in entry.annotators.items() if v.sigma is not None]
-    if not anns:
-        return ""
-    from matplotlib.figure import Figure
-
-    anns.sort(key=lambda kv: kv[1].sigma)
-    anns = anns[:40]
-    labels = [str(v.name or k)[:24] for k, v in anns]
-    fig = Figure(figsize=(6.0, 0.3 * len(anns) + 1.0))
-    for col, key in enumerate(("sigma", "alpha")):
-        ax = fig.add_subplot(1, 2, col + 1)
-        vals = [getattr(v, key) if getattr(v, key) is not None else 0.0 for _, v in anns]
-        lo, hi = [], []
-        for k, (_, v) in enumerate(anns):
-            ci = getattr(v.ci, key) if v.ci is not None else (None, None)
-            lo.append(max(0.0, vals[k] - ci[0]) if ci[0] is not None else 0.0)
-            hi.append(max(0.0, ci[1] - vals[k]) if ci[1] is not None else 0.0)
-        ax.barh(range(len(anns)), vals, xerr=[lo, hi], color="#1f6feb" if key == "sigma" else "#8250df",
-                ecolor="#333", capsize=2)
-        ax.set_yticks(range(len(anns)))
-        ax.set_yticklabels(labels if col == 0 else [""] * len(anns), fontsize=8)
-        ax.set_xlabel("σ" if key == "sigma" else "α")
-        ax.axvline(0, color="#666", linewidth=0.5)
-    return _png(fig)
 
 
 def _explain(diags: list[Diagnostic]) -> str:
@@ -216,7 +158,7 @@ def _control_section(name: str, e: ControlReport, report: Report | None = None, 
                       f"{html.escape(json.dumps(to_jsonable(part), indent=1)[:20000])}</pre></details>")
     warn = "".join(f"<li>{html.escape(w)}</li>" for w in e.warnings)
     return (f"<section class=control>{head}{nums}{cands}{_explain(e.diagnostics)}"
-            f"<div class=plots>{_distribution_plot(e)}{_annotator_plot(e)}</div>"
+            f"<div class=plots>{distribution_svg(e)}{annotator_svg(e)}</div>"
             f"<h3>Flagged tasks</h3>{_flagged(e, _reasons(report, name))}{_reliability(e)}{quality_section(e)}{pairs_html(e, report, link)}{labels_html(e)}{seeds}"
             + (f"<ul class=warn>{warn}</ul>" if warn else "") + "</section>")
 
@@ -251,7 +193,8 @@ def render_html(report: Report, *, ls_url: str | None = None, project_id: int | 
     Returns
     -------
     str
-        HTML with inline CSS and embedded PNG plots (paper 000 §6.1 pathologies explained).
+        HTML with inline CSS, inline SVG charts and one inline script (sortable tables, a
+        control filter, chart tooltips); paper 000 §6.1 pathologies explained.
     """
     controls = report.controls
     link = data_manager_link(ls_url, project_id)
@@ -273,7 +216,7 @@ def render_html(report: Report, *, ls_url: str | None = None, project_id: int | 
         f"<td>{_f(v.alpha)}</td><td>{v.n_items}</td><td>{v.n_pairs}</td></tr>"
         for a, v in sorted(report.annotators.items(), key=lambda kv: (kv[1].sigma is None, kv[1].sigma or 0.0)))
     warn = "".join(f"<li>{html.escape(w)}</li>" for w in report.warnings[:300])
-    body = (f"<h1>Annotation quality</h1><p>{report.n_tasks} tasks · {report.n_flagged} flagged "
+    body = (f"<h1>Annotation quality</h1>{control_filter(controls)}<p>{report.n_tasks} tasks · {report.n_flagged} flagged "
             "(in at least one control; a task's σ is its minimum over controls)</p>"
             f"{_flag_rule(report)}"
             "<table><tr><th>control</th><th>tag</th><th>distance</th><th>α</th><th>KS</th><th>σ</th>"
@@ -285,7 +228,7 @@ def render_html(report: Report, *, ls_url: str | None = None, project_id: int | 
             + "".join(_control_section(n, e, report, link) for n, e in controls.items())
             + (f"<section><h2>Warnings</h2><ul class=warn>{warn}</ul></section>" if warn else ""))
     return ("<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>ls-agreement quality</title>"
-            f"<style>{_CSS}</style></head><body>{body}</body></html>")
+            f"<style>{_CSS}\n{PAGE_CSS}</style></head><body>{body}{page_script()}</body></html>")
 
 
 def _cell(v: Any) -> Any:

@@ -117,7 +117,8 @@ def test_modes_detector():
 def test_render_html_self_contained(report):
     page = render_html(Report.from_dict(report))
     assert page.startswith("<!DOCTYPE html>") and "<style>" in page
-    assert "data:image/png;base64," in page
+    assert "<svg class='chart dist'" in page and "<svg class='chart annotators'" in page   # inline charts
+    assert "<title>" in page and page.count("<script>") == 1 and "<script src" not in page
     assert "src='http" not in page and 'src="http' not in page and "<link" not in page
     for name in report["controls"]:
         assert f"id='c-{name}'" in page
@@ -134,7 +135,8 @@ def test_render_html_escapes(config_xml):
         for r in ann["result"]:
             r["from_name"] = "s<script>"
     page = render_html(_build_report(xml, tasks, ReportSettings(bootstrap=0)))
-    assert "<script>" not in page and "s&lt;script&gt;" in page
+    assert "s<script>" not in page and "s&lt;script&gt;" in page
+    assert page.count("<script>") == 1     # the page's own script only
 
 
 def test_render_csv(report):

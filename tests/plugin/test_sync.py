@@ -151,7 +151,8 @@ def test_round_trip_views_and_idempotence(ls_server: Any, ls_client: Any,
     assert {i: t["updated_at"] for i, t in after.items()} == \
         {i: t["updated_at"] for i, t in tasks.items()}
     titles = [v["data"]["title"] for v in conn.list_views(pid)]
-    assert titles.count("Low agreement") == 1 and len(titles) == 1 + len(users)
+    assert titles.count("Low agreement") == 1 and titles.count("Agreement") == 1
+    assert len(titles) == 2 + len(users)
 
     # report files next to the run
     rows = res2.report_paths["annotators_csv"].read_text().splitlines()

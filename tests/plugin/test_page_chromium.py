@@ -1,0 +1,398 @@
+"""The quality page in a real headless Chromium (issue 13, item 7).
+
+A realistic report (the demo generator's 60-task project, 50 bootstrap resamples) is
+rendered to a file and opened in headless Chromium, driven through the DevTools protocol.
+The protocol runs over ``--remote-debugging-pipe`` (file descriptors 3 and 4, messages
+separated by NUL bytes, as Puppeteer does): no websocket library, no port to pick.
+
+Checked in the browser: no console error or uncaught exception, no request other than the
+file itself, every chart drawn (non-zero size, marks with a non-empty bounding box), a
+chart tooltip on hover, sorting a table by a header click (numbers numerically, empty cells
+last), and the control filter hiding the other controls. Screenshots go to
+``tests/artifacts/page_chromium/`` (git-ignored; ``LS_AGREEMENT_ARTIFACTS`` moves it) so a
+person can look at the page. ``bash run.sh test`` installs Chromium when it is missing
+(apt-get, as root); the test is skipped, with the reason, only when none can be found.
+"""
+from __future__ import annotations
+
+import base64
+import fcntl
+import json
+import os
+import re
+import shutil
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from ls_agreement.plugin import demo_data
+from ls_agreement.plugin.report.build import build_report
+from ls_agreement.plugin.report.render import render_html
+from ls_agreement.plugin.report.render_charts import nice_ticks
+from ls_agreement.plugin.settings import ReportSettings
+
+ROOT = Path(__file__).resolve().parents[2]
+BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
+CHROMIUM_ENV = "LS_AGREEMENT_CHROMIUM"
+ARTIFACTS_ENV = "LS_AGREEMENT_ARTIFACTS"
+
+
+def find_chromium() -> str | None:
+    """``$LS_AGREEMENT_CHROMIUM`` or the first Chromium/Chrome on the PATH."""
+    env = os.environ.get(CHROMIUM_ENV)
+    if env:
+        return env if Path(env).exists() else shutil.which(env)
+    return next((p for p in map(shutil.which, BROWSERS) if p), None)
+
+
+class DevTools:
+    """A minimal DevTools-protocol client over Chromium's ``--remote-debugging-pipe``.
+
+    Parameters
+    ----------
+    exe : str
+        The browser executable.
+    profile : Path
+        A fresh user-data directory (no state shared with any other browser).
+    """
+
+    def __init__(self, exe: str, profile: Path) -> None:
+        to_browser_r, self._w = os.pipe()
+        self._r, from_browser_w = os.pipe()
+        # moved above 100 first, so that dup2 onto 3 and 4 in the child cannot clobber one another
+        hi_r = fcntl.fcntl(to_browser_r, fcntl.F_DUPFD, 100)
+        hi_w = fcntl.fcntl(from_browser_w, fcntl.F_DUPFD, 100)
+        os.close(to_browser_r)
+        os.close(from_browser_w)
+
+        def child() -> None:
+            os.dup2(hi_r, 3)
+            os.dup2(hi_w, 4)
+
+        self.log = profile.parent / "chromium-stderr.log"
+        self.proc = subprocess.Popen(
+            [exe, "--headless", "--disable-gpu", "--no-sandbox", "--remote-debugging-pipe",
+             f"--user-data-dir={profile}", "--no-first-run", "--no-default-browser-check",
+             "--disable-extensions", "--disable-background-networking", "--disable-sync",
+             "--disable-component-update", "--disable-dev-shm-usage", "--hide-scrollbars",
+             "--mute-audio", "about:blank"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.log.open("wb"),
+            preexec_fn=child, pass_fds=(3, 4))
+        os.close(hi_r)
+        os.close(hi_w)
+        self._next = 0
+        self._lock = threading.Condition()
+        self._replies: dict[int, dict[str, Any]] = {}
+        self.events: list[dict[str, Any]] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        buf = b""
+        while True:
+            try:
+                chunk = os.read(self._r, 1 << 16)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                with self._lock:
+                    self._lock.notify_all()
+                return
+            buf += chunk
+            *messages, buf = buf.split(b"\0")
+            with self._lock:
+                for raw in messages:
+                    msg = json.loads(raw)
+                    if "id" in msg:
+                        self._replies[msg["id"]] = msg
+                    else:
+                        self.events.append(msg)
+                self._lock.notify_all()
+
+    def send(self, method: str, params: dict[str, Any] | None = None, session: str | None = None,
+             timeout: float = 60.0) -> dict[str, Any]:
+        """One command; its result, or AssertionError with the protocol's error."""
+        with self._lock:
+            self._next += 1
+            mid = self._next
+        msg: dict[str, Any] = {"id": mid, "method": method, "params": params or {}}
+        if session:
+            msg["sessionId"] = session
+        os.write(self._w, json.dumps(msg).encode() + b"\0")
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while mid not in self._replies:
+                left = deadline - time.monotonic()
+                assert left > 0 and self.proc.poll() is None, \
+                    f"no reply to {method} (browser log: {self.log.read_text()[-2000:]})"
+                self._lock.wait(min(left, 1.0))
+            reply = self._replies.pop(mid)
+        assert "error" not in reply, f"{method}: {reply['error']}"
+        return reply.get("result", {})
+
+    def wait_event(self, method: str, session: str, timeout: float = 60.0) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while True:
+                for ev in self.events:
+                    if ev["method"] == method and ev.get("sessionId") == session:
+                        return ev
+                left = deadline - time.monotonic()
+                assert left > 0, f"no {method} event within {timeout:.0f}s"
+                self._lock.wait(min(left, 1.0))
+
+    def close(self) -> None:
+        try:
+            self.send("Browser.close", timeout=10)
+        except AssertionError:
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()     # our own child, by its handle
+            self.proc.wait()
+        os.close(self._w)
+        os.close(self._r)
+
+
+class Page:
+    """One tab of :class:`DevTools`: evaluate JS, real mouse input, screenshots."""
+
+    def __init__(self, tools: DevTools, width: int = 1200, height: int = 900) -> None:
+        self.tools = tools
+        target = tools.send("Target.createTarget", {"url": "about:blank"})["targetId"]
+        self.session = tools.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+        for domain in ("Page", "Runtime", "Log", "Network"):
+            self.send(f"{domain}.enable")
+        self.send("Emulation.setDeviceMetricsOverride",
+                  {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False})
+
+    def send(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        return self.tools.send(method, params, self.session)
+
+    def open(self, url: str) -> None:
+        self.send("Page.navigate", {"url": url})
+        self.tools.wait_event("Page.loadEventFired", self.session)
+
+    def js(self, expression: str) -> Any:
+        """The value of ``expression`` in the page (AssertionError on a JS exception)."""
+        res = self.send("Runtime.evaluate", {"expression": expression, "returnByValue": True,
+                                             "awaitPromise": True})
+        assert "exceptionDetails" not in res, res["exceptionDetails"]
+        return res["result"].get("value")
+
+    def centre(self, selector_js: str) -> tuple[float, float]:
+        """Scroll the element into view; its centre in viewport coordinates."""
+        x, y = self.js(f"(() => {{ const el = {selector_js}; el.scrollIntoView({{block: 'center'}}); "
+                       "const r = el.getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; })()")
+        return float(x), float(y)
+
+    def click(self, selector_js: str) -> None:
+        """A real mouse click (pressed and released) at the element's centre."""
+        x, y = self.centre(selector_js)
+        self.send("Input.dispatchMouseEvent", {"type": "mouseMoved", "x": x, "y": y})
+        for kind in ("mousePressed", "mouseReleased"):
+            self.send("Input.dispatchMouseEvent", {"type": kind, "x": x, "y": y, "button": "left",
+                                                   "clickCount": 1})
+
+    def hover(self, selector_js: str) -> None:
+        x, y = self.centre(selector_js)
+        self.send("Input.dispatchMouseEvent", {"type": "mouseMoved", "x": x, "y": y})
+
+    def screenshot(self, path: Path, full: bool = True) -> Path:
+        params: dict[str, Any] = {"format": "png"}
+        if full:
+            size = self.send("Page.getLayoutMetrics")["cssContentSize"]
+            params.update(captureBeyondViewport=True, clip={
+                "x": 0, "y": 0, "width": size["width"], "height": min(size["height"], 20000), "scale": 1})
+        path.write_bytes(base64.b64decode(self.send("Page.captureScreenshot", params)["data"]))
+        return path
+
+    def problems(self) -> list[str]:
+        """Console errors, uncaught exceptions and error log entries of this tab so far."""
+        out = []
+        for ev in self.tools.events:
+            if ev.get("sessionId") != self.session:
+                continue
+            p = ev.get("params", {})
+            if ev["method"] == "Runtime.exceptionThrown":
+                out.append(f"exception: {json.dumps(p.get('exceptionDetails'))[:500]}")
+            elif ev["method"] == "Runtime.consoleAPICalled" and p.get("type") in ("error", "assert"):
+                out.append(f"console.{p['type']}: {json.dumps(p.get('args'))[:500]}")
+            elif ev["method"] == "Log.entryAdded" and p.get("entry", {}).get("level") == "error":
+                out.append(f"log: {p['entry'].get('text')} ({p['entry'].get('url')})")
+        return out
+
+    def requests(self) -> list[str]:
+        return [ev["params"]["request"]["url"] for ev in self.tools.events
+                if ev.get("sessionId") == self.session and ev["method"] == "Network.requestWillBeSent"]
+
+
+@pytest.fixture(scope="module")
+def chromium() -> str:
+    exe = find_chromium()
+    if exe is None:
+        pytest.skip("no Chromium found (install the `chromium` package — `bash run.sh test` does so "
+                    f"with apt-get when run as root — or set ${CHROMIUM_ENV} to a Chrome/Chromium binary)")
+    return exe
+
+
+@pytest.fixture(scope="module")
+def artifacts() -> Path:
+    out = Path(os.environ.get(ARTIFACTS_ENV) or ROOT / "tests" / "artifacts") / "page_chromium"
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+@pytest.fixture(scope="module")
+def page_file(artifacts: Path) -> Path:
+    """The quality page of the demo project (60 tasks, 50 resamples), as a file."""
+    ids = {a.email: 10 + k for k, a in enumerate(demo_data.ANNOTATORS)}
+    project = demo_data.generate(ids, n_tasks=60, seed=7)
+    for i, task in enumerate(project.tasks, start=1):     # an export's shape: ids everywhere
+        task["id"] = i
+        for j, ann in enumerate(task["annotations"]):
+            ann["id"] = 100 * i + j
+    report = build_report(demo_data.DEMO_CONFIG, project.tasks, ReportSettings(bootstrap=50))
+    path = artifacts / "quality.html"
+    path.write_text(render_html(report, ls_url="http://127.0.0.1:8080", project_id=1), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def page(chromium: str, page_file: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Page]:
+    tools = DevTools(chromium, tmp_path_factory.mktemp("chromium") / "profile")
+    try:
+        tab = Page(tools)
+        tab.open(page_file.as_uri())
+        yield tab
+    finally:
+        tools.close()
+
+
+def test_charts_carry_their_numbers_without_a_browser(page_file: Path) -> None:
+    # runs where no Chromium is: the numbers are in the markup (SVG <title>), scripts or not
+    html = page_file.read_text(encoding="utf-8")
+    assert "data:image/png" not in html and "<script src" not in html and "<link" not in html
+    assert "http://" not in html.split("<script>", 1)[1]                 # the script fetches nothing
+    assert "observed: density" in html and "same-task pairs" in html
+    assert re.search(r"<title>[^<]+: σ \d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]", html)
+    assert nice_ticks(0.0, 1.0, 5) == [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
+    assert nice_ticks(-0.184, 1.0, 4) == [0.0, 0.5, 1.0]       # round steps inside the range
+    assert nice_ticks(0.0, 0.0) == [0.0]
+
+
+def test_loads_offline_without_errors_and_draws_every_chart(page: Page, page_file: Path,
+                                                             artifacts: Path) -> None:
+    html = page_file.read_text(encoding="utf-8")
+    assert page.js("document.title") == "ls-agreement quality"
+    # no request but the file itself: no CDN, no font, no image from anywhere
+    assert page.requests() and all(u.startswith(("file:", "data:", "about:")) for u in page.requests()), \
+        page.requests()
+    n_static = html.count("<svg class='chart")
+    assert n_static >= 2 * len(demo_data.DEMO_CONTROLS) - 2     # a distribution and an annotator chart each
+    charts = page.js("""[...document.querySelectorAll('svg.chart')].map(svg => {
+        const r = svg.getBoundingClientRect();
+        const marks = [...svg.querySelectorAll('.mark')].map(m => m.getBBox())
+                          .filter(b => b.width > 0 || b.height > 0).length;
+        return {w: r.width, h: r.height, marks: marks, hover: svg.querySelectorAll('[data-tip]').length,
+                label: svg.getAttribute('aria-label')};
+    })""")
+    assert len(charts) == n_static
+    for c in charts:
+        assert c["w"] > 100 and c["h"] > 100 and c["marks"] >= 1 and c["hover"] >= 1, c
+    page.screenshot(artifacts / "page-full.png")
+    assert page.problems() == []
+
+
+def test_chart_tooltip_shows_the_numbers(page: Page, artifacts: Path) -> None:
+    page.hover("document.querySelector('svg.chart.annotators .hover')")
+    tip = page.js("(() => { const t = document.querySelector('.tip'); "
+                  "return {hidden: t.hidden, text: t.textContent, w: t.offsetWidth}; })()")
+    assert not tip["hidden"] and tip["w"] > 0
+    assert "σ" in tip["text"] and any(ch.isdigit() for ch in tip["text"]) and "pairs" in tip["text"], tip
+    page.screenshot(artifacts / "tooltip.png", full=False)
+    page.hover("document.querySelector('svg.chart.dist .hover')")
+    assert "observed: density" in page.js("document.querySelector('.tip').textContent")
+    assert page.problems() == []
+
+
+def _column(page: Page, table_js: str, col: int) -> list[str]:
+    return page.js(f"[...{table_js}.rows].slice(1).map(r => r.cells[{col}].textContent.trim())")
+
+
+def _numbers(values: list[str]) -> list[float | None]:
+    out: list[float | None] = []
+    for v in values:
+        try:
+            out.append(float(v.split()[0]))
+        except (ValueError, IndexError):
+            out.append(None)
+    return out
+
+
+def test_click_on_a_header_sorts_numbers_numerically_empty_last(page: Page, artifacts: Path) -> None:
+    # the Annotators table: rows come sorted by σ; sort them by tasks, then reverse
+    table = ("[...document.querySelectorAll('table')].find(t => t.rows[0].cells[0].textContent.trim() "
+             "=== 'id' && t.rows[0].cells.length === 6)")
+    header = ("[...%s.rows[0].cells].find(c => c.textContent.trim() === '%s')")
+    before = _column(page, table, 0)
+    page.click(header % (table, "tasks"))
+    asc = _numbers(_column(page, table, 4))
+    assert page.js(f"{header % (table, 'tasks')}.getAttribute('aria-sort')") == "ascending"
+    assert asc == sorted(asc) and _column(page, table, 0) != before     # the order changed
+    page.screenshot(artifacts / "sorted-annotators.png", full=False)
+    page.click(header % (table, "tasks"))
+    assert _numbers(_column(page, table, 4)) == sorted(asc, reverse=True)
+    # a column with empty cells ("–"): numbers in order, the empty ones last, both ways
+    found = page.js("""(() => { for (const [ti, t] of [...document.querySelectorAll('table.sortable')].entries()) {
+        const ths = [...t.querySelectorAll('th.sortable')];
+        for (const [hi, th] of ths.entries()) {
+          const col = [...th.parentNode.children].indexOf(th);
+          if (th.parentNode !== t.rows[0] || ths.some(h => h.colSpan > 1 || h.rowSpan > 1)) continue;
+          const vals = [...t.rows].slice(1).map(r => (r.cells[col] || {}).textContent || '');
+          if (vals.some(v => v.trim() === '\u2013') && vals.some(v => /^[-0-9.]/.test(v.trim())))
+            return [ti, col];
+        } } return null; })()""")
+    if found is not None:
+        ti, col = found
+        t = f"document.querySelectorAll('table.sortable')[{ti}]"
+        for _ in range(2):
+            page.click(f"{t}.rows[0].cells[{col}]")
+            vals = _numbers(_column(page, t, col))
+            nums = [v for v in vals if v is not None]
+            assert vals == nums + [None] * (len(vals) - len(nums)), vals     # empty last
+            assert nums in (sorted(nums), sorted(nums, reverse=True))
+    # matrices (heatmaps, confusion) are not sortable: their order is their reading
+    assert page.js("document.querySelectorAll('table.heat.sortable').length") == 0
+    assert page.problems() == []
+
+
+def test_control_filter_shows_one_control(page: Page, artifacts: Path) -> None:
+    names = page.js("[...document.querySelectorAll('#control-filter option')].map(o => o.value)")
+    assert names[0] == "" and set(names[1:]) == set(demo_data.DEMO_CONTROLS)
+
+    def visible() -> list[str]:
+        return page.js("[...document.querySelectorAll('section.control')].filter(s => s.offsetParent !== null)"
+                       ".map(s => s.querySelector('h2').id.slice(2))")
+
+    assert sorted(visible()) == sorted(demo_data.DEMO_CONTROLS)
+    pick = names[2]
+    page.js(f"(() => {{ const s = document.getElementById('control-filter'); s.value = {json.dumps(pick)}; "
+            "s.dispatchEvent(new Event('change')); })()")
+    assert visible() == [pick]
+    page.js("window.scrollTo(0, 0)")
+    page.screenshot(artifacts / f"filtered-{pick}.png")
+    # a link to a hidden control's section shows every control again
+    other = names[1]
+    page.click(f"document.querySelector(\"a[href='#c-{other}']\")")
+    deadline = time.monotonic() + 5
+    while len(visible()) == 1 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert sorted(visible()) == sorted(demo_data.DEMO_CONTROLS)
+    assert page.js("document.getElementById('control-filter').value") == ""
+    assert page.problems() == []
