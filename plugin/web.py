@@ -91,7 +91,7 @@ class App:
             if hit is not None and hit[0] == key:
                 return hit[1]
         report, header = Report.from_file(json.loads(path.read_text(encoding="utf-8")))
-        page = render_html(report)
+        page = render_html(report, ls_url=self.ls_url or None, project_id=project_id)
         title = header.get("project_title") or f"project {project_id}"
         link = (f" · <a href='{html.escape(self.ls_url)}/projects/{project_id}/data'>open in "
                 "Label Studio</a>" if self.ls_url else "")
