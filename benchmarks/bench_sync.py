@@ -137,12 +137,12 @@ def main(argv: list[str] | None = None) -> int:
                 # Half of it runs before, half after the measured push: the machine's
                 # load drifts, and this brackets it.
                 from ls_agreement.plugin import pushback
-                levels, pushback._LEVELS = pushback._LEVELS, (8,)
+                levels, pushback.LEVELS = pushback.LEVELS, (8,)
                 try:
                     refs.append(sync(pid, PluginSettings(report=report, sync=SyncOptions(
                         workers=8, bulk=False)), f"reference at 8 workers, {when}")[1])
                 finally:
-                    pushback._LEVELS = levels
+                    pushback.LEVELS = levels
 
             if args.ref_tasks > 1:
                 reference(ref_pids[0], "before")

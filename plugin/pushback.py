@@ -54,14 +54,14 @@ _DIGITS = 3   # Data Manager display precision; full precision lives in report.j
 # listing them (``meta = false``, or a bulk write whose task was never PATCHed).
 _FIXED_KEYS = frozenset(PREFIX + k for k in ("sigma", "alpha", "flag", "n_annotators",
                                              "updated"))
-_CONTROL_KEY = PREFIX + "sigma__"
+CONTROL_KEY = PREFIX + "sigma__"
 BULK_ACTION = "add_data_field"
 # Task ids per bulk request (they travel in the JSON body, ~7 bytes each). Measured on
 # LS 1.23/SQLite: 2,000 ids in one request 0.6 s, in two of 1,000 0.9-1.7 s (≈0.1 s fixed
 # cost per request), so few large requests; the server batches its UPDATEs by 1,000 itself.
 BULK_IDS = 5000
 # PATCH concurrency levels timed (up to the ``workers`` cap) before the fastest is kept.
-_LEVELS = (1, 2, 4, 8, 16)
+LEVELS = (1, 2, 4, 8, 16)
 _AUTO_MIN_TASKS = 40      # fewer planned PATCHes: not worth measuring, use _AUTO_DEFAULT
 _AUTO_DEFAULT = 2         # measured best on Label Studio 1.23 (SQLite, dev server)
 
@@ -168,7 +168,7 @@ def fingerprint(task: Mapping[str, Any], include_predictions: bool = False) -> s
     return hashlib.sha1(blob.encode()).hexdigest()
 
 
-def _safe_key(name: str) -> str:
+def safe_key(name: str) -> str:
     """A control name usable inside a flat data key (Data Manager paths split on dots)."""
     return "".join(c if c.isalnum() or c in "_-" else "_" for c in name)
 
@@ -222,7 +222,7 @@ def desired_for(report: Report, task_id: int, fp: str,
     }
     if len(controls) > 1:
         for name, c in per_control.items():
-            data[f"{_CONTROL_KEY}{_safe_key(name)}"] = _num(c["sigma"])
+            data[f"{CONTROL_KEY}{safe_key(name)}"] = _num(c["sigma"])
     if not meta:
         return Desired(data=data, meta=None)
     payload = rounded_json({
@@ -262,7 +262,7 @@ def _our_keys(data: Mapping[str, Any], meta: Mapping[str, Any] | None) -> set[st
     if isinstance(keys, list):
         listed = {k for k in keys if isinstance(k, str) and k.startswith(PREFIX)}
     else:
-        listed = {k for k in data if k in _FIXED_KEYS or k.startswith(_CONTROL_KEY)}
+        listed = {k for k in data if k in _FIXED_KEYS or k.startswith(CONTROL_KEY)}
     return listed & set(data)
 
 
@@ -521,7 +521,7 @@ class _Tuner:
     def __init__(self, conn: Connection, workers: int, planned: int) -> None:
         cap = max(1, int(workers))
         self.conn = conn
-        self.levels = [w for w in _LEVELS if w < cap] + [cap]
+        self.levels = [w for w in LEVELS if w < cap] + [cap]
         self.level = 0
         self.best: tuple[float, int] | None = None
         self.fixed: int | None = None

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from .client import Connection
-from .pushback import _CONTROL_KEY, PREFIX, _safe_key
+from .pushback import CONTROL_KEY, PREFIX, safe_key
 
 MARKER = "ls_agreement"
 LOW_TITLE = "Low agreement"
@@ -48,7 +48,7 @@ def agreement_columns(controls: Sequence[str] = ()) -> list[str]:
     """
     keys = [PREFIX + k for k in ("sigma", "alpha", "flag", "n_annotators")]
     if len(controls) > 1:
-        keys += [f"{_CONTROL_KEY}{_safe_key(c)}" for c in controls]
+        keys += [f"{CONTROL_KEY}{safe_key(c)}" for c in controls]
     return [f"tasks:data.{k}" for k in keys]
 
 
