@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
                 # The old push: the same per-task path held at 8 workers (no measuring).
                 # Half of it runs before, half after the measured push: the machine's
                 # load drifts, and this brackets it.
-                from ls_agreement.plugin import pushback
+                from ls_agreement.plugin import push as pushback
                 levels, pushback.LEVELS = pushback.LEVELS, (8,)
                 try:
                     refs.append(sync(pid, PluginSettings(report=report, sync=SyncOptions(

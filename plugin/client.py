@@ -133,7 +133,7 @@ class Connection:
         self.retry = retry or RetryPolicy()
         self.calls: Counter[str] = Counter()
         self._lock = threading.Lock()
-        # Learned from this server during the connection's life (pushback.py): the
+        # Learned from this server during the connection's life (push.py): the
         # Data Manager actions per project and the measured PATCH concurrency.
         self._dm_actions: dict[int, frozenset[str]] = {}
         self.patch_workers: int | None = None

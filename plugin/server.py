@@ -57,7 +57,7 @@ _STRIP_ENV = ("USERNAME", "PASSWORD", "HOST", "PORT", "DJANGO_SETTINGS_MODULE",
 _FLAG_PREFIXES = ("ff_", "fflag_", "fflag-", "feat_")
 # Lists the "experimental" Data Manager actions (GET /api/dm/actions), among them
 # `add_data_field`, which sets one task.data key on many tasks in one request: the bulk
-# push-back of plugin/pushback.py uses it when listed (data_manager/actions/__init__.py).
+# push-back of plugin/push.py uses it when listed (data_manager/actions/__init__.py).
 EXPERIMENTAL_FLAG = "ff_back_experimental_features"
 
 

@@ -19,7 +19,8 @@ from typing import Any, Callable, Mapping
 from .annotator_report import annotator_quality, write_reports
 from .report.model import Report, to_jsonable
 from .client import BadInput, Connection, LabelStudioError, RetryPolicy
-from .pushback import PushOutcome, Write, current_of, desired_for, fingerprint, needs_write, push
+from .push import push
+from .pushback import PushOutcome, Write, current_of, desired_for, fingerprint, needs_write
 from .routing import RoutingOutcome, route_flagged
 from .settings import PluginSettings, SyncOptions, settings_from_mapping
 from .state import SyncState, project_key

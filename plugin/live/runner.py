@@ -25,7 +25,6 @@ from __future__ import annotations
 import copy
 import json
 import sys
-import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -35,7 +34,8 @@ from typing import Any, Callable, Mapping, TextIO
 from ..annotator_report import annotator_quality, write_reports
 from ..client import BadInput, Connection, LabelStudioError, RetryPolicy
 from ..jobs import Job, JobQueue, StoredEvent
-from ..pushback import Desired, PushOutcome, Write, current_of, desired_for, needs_write, push
+from ..push import push
+from ..pushback import Desired, PushOutcome, Write, current_of, desired_for, needs_write
 from ..report.model import Report
 from ..settings import PluginSettings
 from ..state import SyncState, project_key
