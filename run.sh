@@ -19,14 +19,26 @@ cmd=${1:-help}; shift || true
 case "$cmd" in
   demo)  exec .venv/bin/ls-agreement demo "$@" ;;
   test)
-    # tests/plugin/test_page_chromium.py opens the quality page in a headless Chromium: install
-    # it when no browser is found and we can (root + apt-get); failing that, the test is skipped
+    # System programs some tests run, installed when missing and we can (root + apt-get), all
+    # with one `apt-get update`; failing that, the tests needing them are skipped, with why:
+    # - chromium: tests/plugin/test_page_chromium.py opens the quality page in a headless browser
+    # - postgresql: Label Studio on PostgreSQL (tests/plugin/test_postgres_push.py: the bulk
+    #   action takes another path there); the fixture runs the binaries in its own cluster
+    # - redis-server: the RQ queue's tests start their own redis-server
+    pkgs=()
     if [ -z "${LS_AGREEMENT_CHROMIUM:-}" ] && ! command -v chromium >/dev/null 2>&1 \
-        && ! command -v chromium-browser >/dev/null 2>&1 && ! command -v google-chrome >/dev/null 2>&1 \
-        && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-      echo "installing chromium (apt-get) for the quality page's browser test" >&2
-      { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } >/dev/null \
-        || echo "warning: chromium could not be installed; the browser test will be skipped" >&2
+        && ! command -v chromium-browser >/dev/null 2>&1 && ! command -v google-chrome >/dev/null 2>&1; then
+      pkgs+=(chromium)
+    fi
+    if [ -z "${LS_AGREEMENT_PG_BIN:-}" ] && ! compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null \
+        && ! command -v initdb >/dev/null 2>&1; then
+      pkgs+=(postgresql)
+    fi
+    command -v redis-server >/dev/null 2>&1 || pkgs+=(redis-server)
+    if [ "${#pkgs[@]}" -gt 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+      echo "installing ${pkgs[*]} (apt-get) for the tests that need them" >&2
+      { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${pkgs[@]}"; } >/dev/null \
+        || echo "warning: ${pkgs[*]} could not be installed; the tests needing them will be skipped" >&2
     fi
     exec .venv/bin/python -m pytest "$@" ;;
   bench) exec .venv/bin/python -m benchmarks "$@" ;;

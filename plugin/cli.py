@@ -18,6 +18,7 @@ COMMANDS = {
     "sync": "sync",
     "connect": "connect",
     "serve": "serve",
+    "worker": "worker",
     "demo": "demo",
 }
 

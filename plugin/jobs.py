@@ -110,16 +110,52 @@ class StoredEvent:
 
 
 class JobBackend(Protocol):
-    """What the receiver and the worker need from a queue (SQLite here; RQ past one host)."""
+    """What the receiver, the worker, the live runner and the pages need from a queue:
+    :class:`JobQueue` (SQLite, one machine) or
+    :class:`~ls_agreement.plugin.queue.redis_queue.RedisQueue` (Redis + RQ workers)."""
 
-    def enqueue(self, project_id: int, reason: str, *, action: str | None = None,
-                payload: bytes | str | None = None) -> Job: ...
+    def enqueue(self, project_id: int, reason: str, *, delay: float = 0.0,
+                action: str | None = None, payload: bytes | str | None = None) -> Job: ...
 
     def claim(self) -> Job | None: ...
 
     def finish(self, job: Job, ok: bool, error: str | None = None, *,
                retry: bool = True, report_path: str | None = None,
                result: Mapping[str, Any] | None = None) -> Job: ...
+
+    def recover(self) -> list[Job]: ...
+
+    def events(self, project_id: int, limit: int = 100_000) -> list[StoredEvent]: ...
+
+    def drop_events(self, project_id: int, upto: int) -> None: ...
+
+    def add_live_stats(self, project_id: int, *, lost: int = 0, republished: int = 0,
+                       baselines: int = 0) -> None: ...
+
+    def live_stats(self) -> dict[int, dict[str, Any]]: ...
+
+    def get(self, job_id: int) -> Job: ...
+
+    def recent(self, limit: int = 50, project_id: int | None = None) -> list[Job]: ...
+
+    def counts(self) -> dict[str, int]: ...
+
+    def add_project(self, project_id: int, source: str, webhook_id: int | None = None) -> None: ...
+
+    def projects(self) -> dict[int, dict[str, Any]]: ...
+
+    def set_latest(self, project_id: int, report_path: str,
+                   summary: Mapping[str, Any] | None) -> None: ...
+
+    def report_file(self, project_id: int) -> Path | None: ...
+
+    def notify(self) -> None: ...
+
+    def wait(self, timeout: float) -> None: ...
+
+    def next_due_in(self) -> float | None: ...
+
+    def close(self) -> None: ...
 
 
 def _row_to_job(row: sqlite3.Row) -> Job:
@@ -402,6 +438,12 @@ class JobQueue:
         return out
 
     # -- served projects ------------------------------------------------------------------
+    def report_file(self, project_id: int) -> Path | None:
+        """The project's latest report file, when it exists."""
+        row = self.projects().get(int(project_id))
+        p = row.get("report_path") if row else None
+        return Path(p) if p and Path(p).exists() else None
+
     def add_project(self, project_id: int, source: str, webhook_id: int | None = None) -> None:
         """Remember a project the service serves (kept across restarts)."""
         with self._tx():

@@ -31,9 +31,12 @@ import sys
 import time
 from collections import deque
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 import requests
+
+if TYPE_CHECKING:
+    from .local_postgres import LocalPostgres
 
 LS_VERSION = "1.23.2"
 DEFAULT_EMAIL = "admin@example.com"
@@ -59,6 +62,12 @@ _FLAG_PREFIXES = ("ff_", "fflag_", "fflag-", "feat_")
 # `add_data_field`, which sets one task.data key on many tasks in one request: the bulk
 # push-back of plugin/push.py uses it when listed (data_manager/actions/__init__.py).
 EXPERIMENTAL_FLAG = "ff_back_experimental_features"
+# Database settings of Label Studio on PostgreSQL (core/settings/base.py reads POSTGRE_NAME,
+# _USER, _PASSWORD, _HOST, _PORT): stray ones are dropped, ours set when on PostgreSQL.
+_DB_PREFIXES = ("POSTGRE_",)
+# Label Studio 1.23 talks to PostgreSQL through psycopg 3 (its dependency psycopg[binary]);
+# older releases used psycopg2. Either driver serves Django 5.
+_PG_DRIVERS = ("psycopg", "psycopg2")
 
 
 # kept under its historical name for the callers of this module
@@ -97,7 +106,7 @@ def _file_lock(path: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def _tail(path: Path, n: int = 40) -> str:
+def tail_log(path: Path, n: int = 40) -> str:
     try:
         with open(path, errors="replace") as fh:
             return "".join(deque(fh, maxlen=n))
@@ -106,7 +115,8 @@ def _tail(path: Path, n: int = 40) -> str:
 
 
 class LocalLabelStudio:
-    """One Label Studio process on the loopback interface, SQLite in ``data_dir``.
+    """One Label Studio process on the loopback interface, SQLite in ``data_dir`` (or a
+    database of a :class:`~.local_postgres.LocalPostgres`).
 
     Parameters
     ----------
@@ -126,12 +136,22 @@ class LocalLabelStudio:
         Start with the feature flag ``ff_back_experimental_features`` on (default), so the
         Data Manager lists its experimental actions and the sync writes agreement keys in
         bulk; ``False`` gives a server without them (tests of the per-task fallback).
+    postgres : LocalPostgres, optional
+        Run on this PostgreSQL instead of SQLite (started here if it is not running).
+        An empty database is loaded from a cached dump of a migrated one (built once per
+        Label Studio version, admin identity and PostgreSQL major version, by a first
+        start that runs the migrations: a minute or two); ``data_dir`` then holds only
+        media, exports and the log.
+    database : str, optional
+        Database of ``postgres`` to use (created, owned by its Label Studio role, when
+        missing); default ``postgres.database``.
     """
 
     def __init__(self, data_dir: Path, port: int = 8089, *, email: str = DEFAULT_EMAIL,
                  password: str = DEFAULT_PASSWORD, token: str = DEFAULT_TOKEN,
                  cache_dir: Path | None = None, version: str = LS_VERSION,
-                 experimental: bool = True) -> None:
+                 experimental: bool = True, postgres: "LocalPostgres | None" = None,
+                 database: str | None = None) -> None:
         if not 6 <= len(token) <= 40:
             raise ValueError(f"Label Studio legacy tokens have 6..40 characters, got {len(token)}")
         self.data_dir = Path(data_dir).resolve()
@@ -140,6 +160,8 @@ class LocalLabelStudio:
         self.version = version
         self.experimental = bool(experimental)
         self.cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
+        self.postgres = postgres
+        self.database = (database or postgres.database) if postgres is not None else None
         self.url = ""
         self._proc: subprocess.Popen[bytes] | None = None
 
@@ -165,6 +187,13 @@ class LocalLabelStudio:
         # Keyed by the admin identity too: the template already holds that user + token.
         key = hashlib.sha1(f"{self.email}\0{self.password}\0{self.token}".encode()).hexdigest()
         return self.home / f"template-{key[:12]}"
+
+    @property
+    def pg_template_path(self) -> Path:
+        """Cached plain-SQL dump of a migrated PostgreSQL database holding the admin."""
+        assert self.postgres is not None
+        key = hashlib.sha1(f"{self.email}\0{self.password}\0{self.token}".encode()).hexdigest()
+        return self.home / f"pg{self.postgres.major}-template-{key[:12]}.sql"
 
     @property
     def _lock_path(self) -> Path:
@@ -244,12 +273,81 @@ class LocalLabelStudio:
             partial.rename(tmpl)
         return tmpl
 
+    # -- PostgreSQL ----------------------------------------------------------------
+    def _ensure_pg_driver(self) -> None:
+        """Install psycopg into Label Studio's venv if no PostgreSQL driver is there (its
+        own dependency; only a venv trimmed by hand would lack it)."""
+        py = str(self.venv_dir / "bin" / "python")
+        probe = "import importlib.util as u, sys; sys.exit(not any(u.find_spec(m) for m in %r))"
+        if subprocess.run([py, "-c", probe % (_PG_DRIVERS,)]).returncode == 0:
+            return
+        with _file_lock(self._lock_path):
+            self._run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                       "psycopg[binary]>=3.2,<4"], "install psycopg into Label Studio's venv")
+
+    def ensure_pg_template(self, timeout: float = 600) -> Path | None:
+        """The cached dump of a migrated database, built once by a first start on a scratch
+        database of :attr:`postgres` (the PostgreSQL twin of :meth:`ensure_template`).
+
+        Returns
+        -------
+        Path or None
+            The dump; None when ``pg_dump`` is missing (each new database then migrates).
+        """
+        pg = self.postgres
+        assert pg is not None
+        if not pg.has_binary("pg_dump"):
+            return None
+        path = self.pg_template_path
+        if path.exists():
+            return path
+        with _file_lock(self._lock_path):
+            if path.exists():
+                return path
+            print("Preparing a migrated Label Studio database on PostgreSQL (once; a minute "
+                  "or two)...", file=sys.stderr, flush=True)
+            scratch_dir = path.with_name(path.stem + ".partial")
+            partial = path.with_name(path.name + ".partial")
+            shutil.rmtree(scratch_dir, ignore_errors=True)
+            scratch_db = "ls_agreement_template_build"
+            pg.drop_database(scratch_db)
+            pg.create_database(scratch_db)
+            try:
+                builder = LocalLabelStudio(scratch_dir, 0, email=self.email,
+                                           password=self.password, token=self.token,
+                                           cache_dir=self.cache_dir, version=self.version,
+                                           postgres=pg, database=scratch_db)
+                scratch_dir.mkdir(parents=True)
+                builder._launch(timeout)
+                builder.stop()
+                pg.dump(scratch_db, partial)
+                partial.rename(path)
+            finally:
+                pg.drop_database(scratch_db)
+                shutil.rmtree(scratch_dir, ignore_errors=True)
+                partial.unlink(missing_ok=True)
+        return path
+
+    def _prepare_postgres(self) -> None:
+        """Start the PostgreSQL, create the database, load the migrated template into it
+        when it is empty (Label Studio migrates whatever the template lacks at start)."""
+        pg = self.postgres
+        assert pg is not None and self.database is not None
+        pg.start()
+        self._ensure_pg_driver()
+        if not pg.database_exists(self.database):
+            pg.create_database(self.database)
+        if not pg.has_table("django_migrations", self.database):
+            dump = self.ensure_pg_template()
+            if dump is not None:
+                pg.restore(dump, self.database)
+
     # -- process -------------------------------------------------------------------
     def environment(self) -> dict[str, str]:
         """Environment of the server process (see docs/label-studio.md §10)."""
         env = {k: v for k, v in os.environ.items()
                if k not in _STRIP_ENV
-               and not k.startswith(("LABEL_STUDIO_", "HEARTEX_") + _FLAG_PREFIXES)}
+               and not k.startswith(("LABEL_STUDIO_", "HEARTEX_") + _FLAG_PREFIXES + _DB_PREFIXES)}
         env.update({
             "LABEL_STUDIO_BASE_DATA_DIR": str(self.data_dir),
             "LABEL_STUDIO_USERNAME": self.email,
@@ -267,6 +365,8 @@ class LocalLabelStudio:
             "SECRET_KEY": self._secret_key(),
             "PATH": f"{self.venv_dir / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
         })
+        if self.postgres is not None:
+            env.update(self.postgres.env(self.database))
         return env
 
     def _secret_key(self) -> str:
@@ -292,7 +392,9 @@ class LocalLabelStudio:
             return
         self.ensure_installed()
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        if not (self.data_dir / "label_studio.sqlite3").exists():
+        if self.postgres is not None:
+            self._prepare_postgres()
+        elif not (self.data_dir / "label_studio.sqlite3").exists():
             tmpl = self.ensure_template()
             shutil.copytree(tmpl, self.data_dir, dirs_exist_ok=True)
         self._launch(timeout)
@@ -326,7 +428,7 @@ class LocalLabelStudio:
             if self._proc.poll() is not None:
                 raise LabelStudioError(
                     f"Label Studio exited with code {self._proc.returncode} while starting; "
-                    f"last lines of {self.log_path}:\n{_tail(self.log_path)}")
+                    f"last lines of {self.log_path}:\n{tail_log(self.log_path)}")
             if not url:
                 with open(self.log_path, "rb") as fh:
                     fh.seek(offset)
@@ -342,7 +444,7 @@ class LocalLabelStudio:
                     pass
             time.sleep(0.5)
         raise LabelStudioError(f"Label Studio did not become healthy within {timeout:.0f} s; "
-                               f"last lines of {self.log_path}:\n{_tail(self.log_path)}")
+                               f"last lines of {self.log_path}:\n{tail_log(self.log_path)}")
 
     @property
     def running(self) -> bool:
@@ -413,13 +515,21 @@ class LocalLabelStudio:
         Label Studio creates one for every new user (users/models.py, post_save on User)
         but shows it only to the user themself (``GET /api/current-user/token``), and
         users made by :meth:`create_user` have no password to log in with; so it is read
-        from this server's own SQLite database (``authtoken_token``), read-only.
+        from this server's own database (``authtoken_token``; SQLite read-only, or a
+        SELECT on its PostgreSQL).
 
         Raises
         ------
         LabelStudioError
             The user has no token (or the database cannot be read).
         """
+        if self.postgres is not None:
+            key = self.postgres.psql(
+                f"SELECT key FROM authtoken_token WHERE user_id = {int(user_id)}", self.database)
+            if not key:
+                raise LabelStudioError(f"user {user_id} has no API token on {self.url}")
+            return key
+
         import sqlite3
 
         db_path = self.data_dir / "label_studio.sqlite3"

@@ -40,7 +40,7 @@ from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from . import webhooks
-from .jobs import JobQueue
+from .jobs import JobBackend
 from .web_auth import COOKIE, ApiAuth, AuthUnavailable, redact_query, token_from
 from .web_models import REPORT_DOC, ErrorOut, HealthOut, JobsOut, WebhookOut
 from .webhooks import SECRET_HEADER, Receiver, WebhookRejected, authenticate
@@ -61,7 +61,7 @@ class App:
     page (rendering a report's plots can take seconds on a busy machine).
     """
 
-    queue: JobQueue
+    queue: JobBackend
     receiver: Receiver
     projects: Callable[[], Iterable[int]]
     worker_alive: Callable[[], bool] = lambda: True
@@ -75,9 +75,8 @@ class App:
 
     # -- reports --------------------------------------------------------------------------
     def report_path(self, project_id: int) -> Path | None:
-        row = self.queue.projects().get(int(project_id))
-        p = row.get("report_path") if row else None
-        return Path(p) if p and Path(p).exists() else None
+        # past one machine the file is a local copy of what a worker stored in Redis
+        return self.queue.report_file(int(project_id))
 
     def report_html(self, project_id: int, path: Path) -> str:
         """render_html of a report file, cached until the file changes (plots are costly)."""

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, TextIO
 
 from .client import AuthError, BadInput, NotFound, RequestRejected
-from .jobs import Job, JobQueue
+from .jobs import Job, JobBackend
 
 SyncRunner = Callable[[int], Any]   # project id -> SyncResult (see plugin/sync.py)
 
@@ -93,7 +93,7 @@ class Worker(threading.Thread):
 
     Parameters
     ----------
-    queue : JobQueue
+    queue : JobBackend
         The job queue.
     runner : callable
         ``runner(project_id) -> SyncResult`` (see :func:`make_runner`).
@@ -106,7 +106,7 @@ class Worker(threading.Thread):
         Where one line per job goes.
     """
 
-    def __init__(self, queue: JobQueue, runner: SyncRunner, stop: threading.Event, *,
+    def __init__(self, queue: JobBackend, runner: SyncRunner, stop: threading.Event, *,
                  poll: float = 1.0, log: TextIO | None = sys.stderr) -> None:
         super().__init__(name="ls-agreement-worker", daemon=True)
         self.queue, self.runner, self.stop, self.poll, self.log = queue, runner, stop, poll, log
@@ -162,7 +162,7 @@ class Reconciler(threading.Thread):
 
     Parameters
     ----------
-    queue : JobQueue
+    queue : JobBackend
         The job queue.
     projects : callable
         ``projects() -> iterable of project ids`` (read at every tick: new ones count).
@@ -172,7 +172,7 @@ class Reconciler(threading.Thread):
         Seconds between ticks; 0 = only the start-up tick.
     """
 
-    def __init__(self, queue: JobQueue, projects: Callable[[], Iterable[int]],
+    def __init__(self, queue: JobBackend, projects: Callable[[], Iterable[int]],
                  stop: threading.Event, interval: float, *,
                  log: TextIO | None = sys.stderr) -> None:
         super().__init__(name="ls-agreement-reconcile", daemon=True)

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 __all__ = ["EXIT_OK", "EXIT_INTERNAL", "EXIT_BAD_INPUT", "EXIT_SERVER", "add_server_arguments",
-           "add_service_arguments", "DEFAULT_OUT", "DEFAULT_STATE", "SECRET_ENV"]
+           "add_service_arguments", "DEFAULT_OUT", "DEFAULT_STATE", "SECRET_ENV", "QUEUE_ENV", "add_queue_arguments"]
 
 # the one exit-code table lives with the error hierarchy
 from ..errors import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_SERVER
@@ -25,6 +25,19 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
 DEFAULT_OUT = Path("ls-agreement-reports")
 DEFAULT_STATE = DEFAULT_OUT / "serve.sqlite"
 SECRET_ENV = "LS_AGREEMENT_WEBHOOK_SECRET"
+QUEUE_ENV = "LS_AGREEMENT_QUEUE"
+
+
+def add_queue_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--queue`` and the lease: shared by ``connect``, ``serve`` and ``worker``."""
+    parser.add_argument("--queue", default=os.environ.get(QUEUE_ENV) or None,
+                        metavar="redis://HOST:PORT/DB",
+                        help="the job queue past one machine: Redis, jobs run by `ls-agreement "
+                             f"worker` processes (default: ${QUEUE_ENV}; unset = the embedded "
+                             "SQLite queue in --state, run by serve itself)")
+    parser.add_argument("--lease", type=float, default=30.0,
+                        help="with --queue: seconds a worker's lock on a project lasts without "
+                             "renewal; a killed worker's job goes to another after it (default 30)")
 
 
 def add_service_arguments(parser: argparse.ArgumentParser) -> None:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from .common import EXIT_OK, add_server_arguments, add_service_arguments
+from .common import EXIT_OK, EXIT_SERVER, add_queue_arguments, add_server_arguments, add_service_arguments
 
 HELP = ("Register a project's webhook to the `ls-agreement serve` receiver (idempotent) "
         "and run a first sync, which creates the Data Manager views.")
@@ -39,6 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "http://127.0.0.1:8765/webhook (a bare base URL gets /webhook; "
                              f"default: ${PUBLIC_URL_ENV})")
     add_service_arguments(parser)
+    add_queue_arguments(parser)
     parser.add_argument("--no-sync", action="store_true",
                         help="only register the webhook (no first sync)")
     parser.add_argument("--quiet", action="store_true", help="no progress output")
@@ -173,7 +174,7 @@ def ensure_webhook(conn: Any, project_id: int, url: str,
 def run(args: argparse.Namespace) -> int:
     """Register the webhook, record the project for `serve`, run the first sync."""
     from ..client import BadInput, Connection, LabelStudioError
-    from ..jobs import JobQueue
+    from ..queue import open_queue
     from ..settings import load_settings
     from ..sync import sync_project
     from ..worker import summarize
@@ -206,8 +207,9 @@ def run(args: argparse.Namespace) -> int:
         if page_url:
             print(f"quality page (linked from the project's description, {linked}): {page_url}")
         try:
-            queue = JobQueue(args.state)
-        except ValueError as exc:
+            # the service's queue: Redis past one machine, else the SQLite state file
+            queue = open_queue(args.queue or args.state)
+        except (ValueError, ImportError) as exc:
             raise BadInput(str(exc)) from exc
         try:
             queue.add_project(args.project, "connect", hook_id)
@@ -226,6 +228,9 @@ def run(args: argparse.Namespace) -> int:
     except LabelStudioError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except ConnectionError as exc:       # the Redis of --queue (redis_queue.RedisQueue.ping)
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_SERVER
     views = res.views
     print(f"first sync: {res.n_tasks} tasks, wrote {res.n_written}"
           + (f"; views created {len(views.created)}, updated {len(views.updated)}"

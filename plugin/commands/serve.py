@@ -3,7 +3,10 @@ admins' quality page, in one process (see plugin/web.py for the routes: FastAPI 
 uvicorn, in a thread of :class:`Service`).
 
 State (jobs, served projects, latest reports, sync fingerprints) lives in one SQLite file
-(``--state``); report files under ``--out/project-<id>/``. SIGTERM or Ctrl-C stops it:
+(``--state``); report files under ``--out/project-<id>/``. With ``--queue
+redis://HOST:PORT/DB`` the jobs, the served projects and the projects' live state are in
+Redis instead, and ``ls-agreement worker --queue …`` processes (any number, any machine)
+run the jobs: serve then only receives, enqueues, reconciles and shows the pages. SIGTERM or Ctrl-C stops it:
 the HTTP server stops accepting, the worker finishes its current job (up to ``--grace``
 seconds; an unfinished job stays ``running`` and is picked up again at the next start).
 
@@ -19,9 +22,10 @@ import os
 import signal
 import sys
 import threading
+from pathlib import Path
 from typing import Any, Sequence, TextIO
-from .common import (EXIT_BAD_INPUT, EXIT_OK, SECRET_ENV, add_server_arguments,
-                     add_service_arguments)
+from .common import (EXIT_BAD_INPUT, EXIT_OK, EXIT_SERVER, SECRET_ENV, add_queue_arguments,
+                     add_server_arguments, add_service_arguments)
 
 HELP = ("Run the webhook receiver, the job worker and the quality page: agreement is "
         "recomputed after annotation events and reconciled periodically.")
@@ -47,6 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seconds to receive a webhook body or to answer a page / the "
                              "JSON API before giving up with 408 / 504 (default 60)")
     add_service_arguments(parser)
+    add_queue_arguments(parser)
     parser.add_argument("--interval", type=float, default=600.0,
                         help="seconds between reconcile syncs of every served project "
                              "(default 600; 0 = only at start-up)")
@@ -67,7 +72,7 @@ class Service:
     """
 
     def __init__(self, args: argparse.Namespace, settings: Any, log: TextIO | None) -> None:
-        from ..jobs import JobQueue
+        from ..queue import open_queue
         from ..web import App, QualityServer
         from ..web_auth import ApiAuth, is_loopback
         from ..webhooks import Receiver
@@ -79,14 +84,20 @@ class Service:
         self.url = args.url.strip().rstrip("/")
         self.fixed = sorted(set(args.project))
         self.stop_event = threading.Event()
-        self.queue = JobQueue(args.state, max_attempts=args.max_attempts,
-                              backoff=args.retry_backoff)
+        # past one machine (--queue redis://…) serve only enqueues: `ls-agreement worker`
+        # processes run the jobs; else one worker thread here runs them from SQLite
+        self.queue_url: str | None = getattr(args, "queue", None) or None
+        self.queue = open_queue(self.queue_url or args.state, max_attempts=args.max_attempts,
+                                backoff=args.retry_backoff, lease=getattr(args, "lease", 30.0),
+                                report_dir=Path(args.out) / ".pages")
         for pid in self.fixed:
             self.queue.add_project(pid, "cli")
         self.recovered = self.queue.recover()
-        runner = LiveRunner(self.url, args.token, settings or PluginSettings(), self.queue,
-                            args.state, args.out, log=log)
-        self.worker = Worker(self.queue, runner, self.stop_event, log=log)
+        self.worker: Worker | None = None
+        if self.queue_url is None:
+            runner = LiveRunner(self.url, args.token, settings or PluginSettings(), self.queue,
+                                args.state, args.out, log=log)
+            self.worker = Worker(self.queue, runner, self.stop_event, log=log)
         self.reconciler = Reconciler(self.queue, self.project_ids, self.stop_event,
                                      args.interval, log=log)
         self.receiver = Receiver(self.queue, args.secret or None, accepts=self._accepts)
@@ -96,7 +107,7 @@ class Service:
         self.auth = ApiAuth(required=bool(api_token) or not is_loopback(args.host),
                             api_token=api_token, ls_url=self.url)
         app = App(self.queue, self.receiver, self.project_ids,
-                  worker_alive=self.worker.is_alive, ls_url=self.url, log=log,
+                  worker_alive=self.worker_alive, ls_url=self.url, log=log,
                   auth=self.auth,
                   request_timeout=float(getattr(args, "request_timeout", 60.0)))
         self.http = QualityServer((args.host, args.port), app)
@@ -111,6 +122,15 @@ class Service:
         host = self.args.host
         return f"http://{'[' + host + ']' if ':' in host else host}:{self.port}"
 
+    def worker_alive(self) -> bool:
+        """The worker thread, or with --queue: at least one RQ worker registered."""
+        if self.worker is not None:
+            return self.worker.is_alive()
+        try:
+            return self.queue.workers() > 0      # type: ignore[attr-defined]
+        except Exception:  # noqa: BLE001 - Redis down: /health says so through this
+            return False
+
     def project_ids(self) -> list[int]:
         """Served projects: ``--project`` if given, else all the state file knows."""
         return list(self.fixed) if self.fixed else sorted(self.queue.projects())
@@ -124,7 +144,8 @@ class Service:
 
     def start(self) -> "Service":
         self.http.start()
-        self.worker.start()
+        if self.worker is not None:
+            self.worker.start()
         self.reconciler.start()
         return self
 
@@ -136,9 +157,10 @@ class Service:
         self.stop_event.set()
         self.queue.notify()
         self.http.stop()
-        self.worker.join(self.args.grace if grace is None else grace)
+        if self.worker is not None:
+            self.worker.join(self.args.grace if grace is None else grace)
         self.reconciler.join(1.0)
-        if not self.worker.is_alive():
+        if self.worker is None or not self.worker.is_alive():
             self.queue.close()
         # else: the sync is still running in a daemon thread; its job stays `running` and
         # `recover()` re-queues it at the next start.
@@ -175,22 +197,28 @@ def make_service(args: argparse.Namespace, log: TextIO | None = sys.stderr) -> S
         raise BadInput(f"--host {args.host} is reachable from other machines: set a webhook "
                        f"--secret (or ${SECRET_ENV}); the pages and JSON API then need "
                        f"--api-token (or ${API_TOKEN_ENV}) or a Label Studio user's token")
+    if getattr(args, "lease", 30.0) <= 0:
+        raise BadInput("--lease must be > 0 seconds")
     settings = load_settings(args.settings)
     try:
         return Service(args, settings, None if args.quiet else log)
-    except ValueError as exc:      # unusable state file
+    except (ValueError, ImportError) as exc:      # unusable state file or queue URL
         raise BadInput(str(exc)) from exc
 
 
 def run(args: argparse.Namespace) -> int:
     """Serve until SIGTERM/SIGINT; return an exit code (see plugin/cli.py)."""
     from ..client import Connection, LabelStudioError, RetryPolicy
+    from ..queue.redis_queue import redact_url
 
     try:
         svc = make_service(args)
     except LabelStudioError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except ConnectionError as exc:  # the Redis of --queue does not answer
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_SERVER
     except OSError as exc:         # port busy, permission denied
         print(f"error: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -211,8 +239,11 @@ def run(args: argparse.Namespace) -> int:
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: svc.stop_event.set())
     svc.start()
+    where = ("jobs in SQLite, run here" if svc.queue_url is None else
+             f"jobs on {redact_url(svc.queue_url)}, run by `ls-agreement worker` processes")
     print(f"serving on {svc.address} (webhook: {svc.address}/webhook; quality page: "
           f"{svc.address}/); projects: {', '.join(map(str, svc.project_ids())) or 'none yet'}"
+          f"; {where}"
           + (f"; re-queued {len(svc.recovered)} interrupted job(s)" if svc.recovered else ""),
           file=sys.stderr, flush=True)
     try:

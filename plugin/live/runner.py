@@ -29,11 +29,11 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, TextIO
+from typing import TYPE_CHECKING, Any, Callable, Mapping, TextIO
 
 from ..annotator_report import annotator_quality, write_reports
 from ..client import BadInput, Connection, LabelStudioError, RetryPolicy
-from ..jobs import Job, JobQueue, StoredEvent
+from ..jobs import Job, JobBackend, StoredEvent
 from ..push import push
 from ..pushback import Desired, PushOutcome, Write, current_of, desired_for, needs_write
 from ..report.model import Report
@@ -45,6 +45,9 @@ from ..views import ensure_views
 from .baseline import ProjectBaseline, apply_scores, make_baseline, score_tasks
 from .events import Applied, apply_event
 from .mirror import MirrorTask, ProjectMirror
+
+if TYPE_CHECKING:
+    from ..queue.shared_state import SharedProjects
 
 __all__ = ["LiveProject", "LiveRunner", "LiveOutcome", "RECONCILE"]
 
@@ -88,7 +91,9 @@ class LiveProject:
 
     def __init__(self, conn: Connection, project_id: int, settings: PluginSettings,
                  state: SyncState, out_dir: Path, log: TextIO | None = None,
-                 wake: Callable[[], None] | None = None) -> None:
+                 wake: Callable[[], None] | None = None,
+                 on_baseline: Callable[[ProjectBaseline], None] | None = None,
+                 adopt: Callable[[], ProjectBaseline | None] | None = None) -> None:
         self.conn, self.project_id, self.settings = conn, int(project_id), settings
         self.state, self.out_dir, self.log = state, Path(out_dir), log
         self.key = project_key(conn.url, self.project_id)
@@ -101,6 +106,9 @@ class LiveProject:
         self.users: dict[int, str] = {}
         # a baseline being made beside the event path, and what events touched meanwhile
         self.wake = wake
+        # past one machine: a background baseline is published for any worker to adopt
+        self.on_baseline, self.adopt = on_baseline, adopt
+        self.version = 0       # of the shared state this copy reflects (plugin/queue/shared_state.py)
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"ls-agreement-baseline-{project_id}")
         self._next: Future[ProjectBaseline] | None = None
         self._next_touched: set[int] = set()
@@ -112,32 +120,12 @@ class LiveProject:
         """Apply stored events (oldest first); a full read when they ask for one."""
         if self.mirror is None or self.base is None:
             return self.full("start-up", n_events=len(events))
-        applied = Applied()
-        for ev in events:
-            if ev.action == RECONCILE:
-                applied.reset = applied.reset or "reconcile"
-                continue
-            if ev.action == BASELINE:
-                continue            # only wakes the worker: the swap below happens anyway
-            try:
-                payload = json.loads(ev.payload or "{}")
-            except json.JSONDecodeError:
-                applied.reset = applied.reset or f"event {ev.id}: stored payload unreadable"
-                continue
-            if isinstance(payload, Mapping):
-                applied.merge(apply_event(self.mirror, payload))
+        if self._next is None and self.adopt is not None and any(ev.action == BASELINE for ev in events):
+            self._adopt()
+        applied = self._apply(events)
         if applied.reset:
             return self.full(applied.reset, n_events=len(events))
         t0 = time.perf_counter()
-        if applied.fetch:
-            got = {int(t["id"]): t for t in self.conn.export_tasks(self.project_id, sorted(applied.fetch))}
-            for tid in sorted(applied.fetch):
-                if tid in got:
-                    self.mirror.put_task(MirrorTask.of(got[tid]))
-                else:
-                    self.mirror.delete_tasks([tid])
-                    applied.deleted.add(tid)
-            applied.touched |= applied.fetch - applied.deleted
         n_real = sum(ev.action != BASELINE for ev in events)
         self.base.events_since += n_real
         touched = applied.touched | applied.deleted
@@ -159,6 +147,65 @@ class LiveProject:
         self._files()
         return out
 
+    def _apply(self, events: list[StoredEvent]) -> Applied:
+        """Events into the mirror (a GET for the tasks whose payload is incomplete)."""
+        assert self.mirror is not None
+        applied = Applied()
+        for ev in events:
+            if ev.action == RECONCILE:
+                applied.reset = applied.reset or "reconcile"
+                continue
+            if ev.action == BASELINE:
+                continue            # only wakes the worker: the swap below happens anyway
+            try:
+                payload = json.loads(ev.payload or "{}")
+            except json.JSONDecodeError:
+                applied.reset = applied.reset or f"event {ev.id}: stored payload unreadable"
+                continue
+            if isinstance(payload, Mapping):
+                applied.merge(apply_event(self.mirror, payload))
+        if applied.reset or not applied.fetch:
+            return applied
+        got = {int(t["id"]): t for t in self.conn.export_tasks(self.project_id, sorted(applied.fetch))}
+        for tid in sorted(applied.fetch):
+            if tid in got:
+                self.mirror.put_task(MirrorTask.of(got[tid]))
+            else:
+                self.mirror.delete_tasks([tid])
+                applied.deleted.add(tid)
+        applied.touched |= applied.fetch - applied.deleted
+        return applied
+
+    def replay(self, events: list[StoredEvent]) -> None:
+        """Apply events another worker already applied and pushed (plugin/queue/
+        shared_state.py): the mirror and the report as they left them, nothing written."""
+        assert self.mirror is not None and self.base is not None
+        applied = self._apply(events)
+        if applied.reset:       # never logged (a full read saves a snapshot); be safe anyway
+            self.reset()
+            return
+        self.base.events_since += sum(ev.action != BASELINE for ev in events)
+        apply_scores(self.base.report, score_tasks(self.base, self.mirror, applied.touched),
+                     applied.deleted)
+
+    def reset(self) -> None:
+        """Forget the in-memory state (the next job reads the project in full)."""
+        self.mirror = self.base = self._next = None
+        self._next_touched, self._next_events = set(), 0
+        self.pushed, self.names, self.users = {}, {}, {}
+
+    def _adopt(self) -> None:
+        """Take a baseline another worker made in the background (shared state only)."""
+        assert self.adopt is not None and self.mirror is not None
+        new = self.adopt()
+        if new is None:
+            return
+        fut: Future[ProjectBaseline] = Future()
+        fut.set_result(new)
+        # which tasks events touched since its snapshot is known only to its maker:
+        # rescore them all against it
+        self._next, self._next_touched, self._next_events = fut, set(self.mirror.tasks), 0
+
     def full(self, reason: str, n_events: int = 0) -> LiveOutcome:
         """Read the whole project, repair the mirror, make a baseline, write what differs."""
         t0 = time.perf_counter()
@@ -171,8 +218,9 @@ class LiveProject:
             diff = self.mirror.diff(tasks)
             lost = diff.n
             if lost:
-                _log(self.log, f"project {self.project_id}: reconcile found {lost} difference(s) the "
-                               f"events did not bring (lost events): tasks {sorted(diff.tasks)[:10]}")
+                _log(self.log, f"project {self.project_id}: full read ({reason}) found {lost} "
+                               f"difference(s) the events did not bring (lost events): tasks "
+                               f"{sorted(diff.tasks)[:10]}")
         self.config_xml = project.get("label_config") or ""
         self.title = project.get("title")
         if not self.config_xml.strip():
@@ -224,7 +272,10 @@ class LiveProject:
             mirror = ProjectMirror(include)
             mirror.fill(snapshot)
             try:
-                return self._baseline(reason, mirror, config)
+                base = self._baseline(reason, mirror, config)
+                if self.on_baseline is not None:
+                    self.on_baseline(base)
+                return base
             finally:
                 if self.wake is not None:
                     self.wake()
@@ -239,6 +290,8 @@ class LiveProject:
         """Put a finished background baseline in place; republish what it moved."""
         assert self._next is not None and self.mirror is not None
         fut, self._next = self._next, None
+        if self.adopt is not None:
+            self.adopt()            # the published copy of this baseline is used up too
         t0 = time.perf_counter()
         new = fut.result()        # a failure is the job's failure; the old baseline stays
         touched = self._next_touched
@@ -380,8 +433,9 @@ class LiveRunner:
 
     takes_job = True
 
-    def __init__(self, url: str, token: str, settings: PluginSettings, queue: JobQueue,
-                 state_path: Path | str, out_root: Path | str, log: TextIO | None = sys.stderr) -> None:
+    def __init__(self, url: str, token: str, settings: PluginSettings, queue: JobBackend,
+                 state_path: Path | str, out_root: Path | str, log: TextIO | None = sys.stderr,
+                 shared: SharedProjects | None = None) -> None:
         opts = settings.sync
         self.conn = Connection(url, token, timeout=opts.timeout,
                                retry=RetryPolicy(attempts=opts.attempts, base=opts.backoff),
@@ -391,27 +445,41 @@ class LiveRunner:
         self._state: SyncState | None = None   # opened in the worker thread (SQLite is per thread)
         self.projects: dict[int, LiveProject] = {}
         self.last: dict[int, LiveOutcome] = {}
+        # past one machine (serve/worker --queue redis://): the projects' state in Redis
+        self.shared = shared
 
     def project(self, project_id: int) -> LiveProject:
         pid = int(project_id)
         if pid not in self.projects:
             if self._state is None:
                 self._state = SyncState(self.state_path)
+            shared = self.shared
             self.projects[pid] = LiveProject(
                 self.conn, pid, self.settings, self._state, self.out_root / f"project-{pid}", self.log,
-                wake=lambda: self.queue.enqueue(pid, "baseline ready", action=BASELINE))
+                wake=lambda: self.queue.enqueue(pid, "baseline ready", action=BASELINE),
+                on_baseline=None if shared is None else (lambda b: shared.put_next(pid, b)),
+                adopt=None if shared is None else (lambda: shared.take_next(pid)))
         return self.projects[pid]
 
     def __call__(self, job: Job) -> SyncResult:
         t0 = time.perf_counter()
-        events = self.queue.events(job.project_id)
         proj = self.project(job.project_id)
+        if self.shared is not None:
+            ver = self.shared.version(proj.project_id)
+            if ver != proj.version:    # another worker ran the project since: take its state
+                self.shared.restore(proj)
+                proj.version = ver
+        events = self.queue.events(job.project_id)
         try:
             out = proj.run(events)
         except BaseException:
             # the mirror may hold half-applied events: the next job starts from a full read
-            proj.mirror = proj.base = proj._next = None
+            proj.reset()
+            if self.shared is not None:
+                proj.version = -1
             raise
+        if self.shared is not None:
+            proj.version = self.shared.save(proj, out, events)
         if events:
             self.queue.drop_events(job.project_id, events[-1].id)
         self.queue.add_live_stats(job.project_id, lost=out.lost, republished=len(out.republished),

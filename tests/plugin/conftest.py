@@ -10,6 +10,7 @@ Fixtures
 ls_server      session  started :class:`LocalLabelStudio` (``.url``, ``.token``, ``.data_dir``)
 ls_client      session  ``label_studio_sdk.LabelStudio`` authenticated as the admin (legacy token)
 ls_pat         session  a personal access token (refresh JWT) of the same admin
+redis_server   function a real ``redis-server`` (:class:`LocalRedis`: ``.url``, ``.restart()``)
 annotators     session  5 organization members: ``[{"id": int, "email": str}, ...]``
 make_project   function ``make_project(config_xml, tasks, title=None) -> project id``;
                         tasks are task dicts (``{"data": ..., "annotations": [...]}``) or
@@ -24,9 +25,11 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
+from ls_agreement.plugin.local_redis import LocalRedis
 from ls_agreement.plugin.server import LocalLabelStudio
 
-SERVER_FIXTURES = {"ls_server", "ls_client", "ls_pat", "annotators", "make_project"}
+SERVER_FIXTURES = {"ls_server", "ls_client", "ls_pat", "annotators", "make_project",
+                   "redis_server"}
 ANNOTATOR_EMAILS = [f"annotator{i}@example.com" for i in range(1, 6)]
 
 
@@ -43,6 +46,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def ls_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalLabelStudio]:
     server = LocalLabelStudio(tmp_path_factory.mktemp("label-studio"), port=0)
     server.start(timeout=300)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def redis_server(tmp_path: Path) -> Iterator[LocalRedis]:
+    """A real ``redis-server`` (AOF on, fsync always) in the test's own folder, loopback
+    port; a fresh one per test, so restarts and kills stay inside the test."""
+    server = LocalRedis(tmp_path / "redis")
+    server.start()
     try:
         yield server
     finally:
@@ -92,3 +107,39 @@ def make_project(ls_client: Any) -> Iterator[Callable[..., int]]:
             ls_client.projects.delete(id=pid)
         except Exception:  # noqa: BLE001 - cleanup must not mask the test's own failure
             pass
+
+
+# -- Label Studio on PostgreSQL ----------------------------------------------------------
+# Marked `server` (and skipped by LS_AGREEMENT_NO_SERVER) like the SQLite fixtures.
+SERVER_FIXTURES.add("postgres_label_studio")
+
+
+@pytest.fixture(scope="session")
+def postgres_label_studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalLabelStudio]:
+    """A second Label Studio, on PostgreSQL (experimental features on, so the Data
+    Manager lists ``add_data_field``, which takes its ``jsonb_set`` path there).
+
+    The PostgreSQL is Debian's (``/usr/lib/postgresql/<major>/bin``; ``bash run.sh test``
+    apt-installs it when run as root): a cluster of its own on a free loopback port, run as
+    the ``postgres`` system user when we are root, removed at the end. The server's
+    ``.postgres`` is the :class:`~ls_agreement.plugin.local_postgres.LocalPostgres`. The
+    first session migrates a database and caches its dump next to Label Studio's venv (a
+    minute or two); later ones restore it (seconds). Skipped, with the reason, only when
+    no PostgreSQL server binaries can be found.
+    """
+    from ls_agreement.plugin.local_postgres import LocalPostgres, LocalPostgresError, find_bin_dir
+
+    try:
+        find_bin_dir()
+    except LocalPostgresError as exc:
+        pytest.skip(str(exc))
+    pg = LocalPostgres(tmp_path_factory.mktemp("postgres"), port=0)
+    server = LocalLabelStudio(tmp_path_factory.mktemp("label-studio-pg"), port=0,
+                              experimental=True, postgres=pg)
+    try:
+        pg.start()
+        server.start(timeout=900)   # the first ever start migrates PostgreSQL
+        yield server
+    finally:
+        server.stop()
+        pg.remove()

@@ -136,7 +136,8 @@ def test_annotation_event_recomputes_and_quality_page(
         "the webhook-triggered sync to update the task")
     assert after[target]["data"]["text"] == before[target]["data"]["text"]
     got = jobs(svc, pid)
-    assert len(got) > n_jobs
+    # a new job, or the event coalesced into a pending one (connect's): either records it
+    assert len(got) > n_jobs or any("ANNOTATION_CREATED" in j["last_reason"] for j in got)
     # the event may be coalesced into the job connect queued (its reason stays "connect")
     done = wait_for(lambda: [j for j in jobs(svc, pid) if j["status"] == "done"
                              and "ANNOTATION_CREATED" in j["reason"] + j["last_reason"]], 30, "job done")
