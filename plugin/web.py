@@ -70,6 +70,7 @@ class App:
     started_at: float = field(default_factory=time.time)
     auth: ApiAuth = field(default_factory=lambda: ApiAuth(required=False))
     request_timeout: float = REQUEST_TIMEOUT
+    queue_name: str = "sqlite"
     _cache: dict[int, tuple[tuple[str, int, int], str]] = field(default_factory=dict)
     _cache_lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -341,12 +342,17 @@ def create_app(app: App) -> FastAPI:
             alive = app.worker_alive()
             out: dict[str, Any] = {"status": "UP" if alive else "DEGRADED"}
             if ok:
-                out.update({
-                    "worker_alive": alive, "uptime": round(time.time() - app.started_at, 1),
-                    "jobs": app.queue.counts(), "projects": sorted(set(app.projects())),
-                    # per project: differences reconciles found (lost events), republished
-                    "live": {str(k): v for k, v in app.queue.live_stats().items()},
-                    "webhooks": app.receiver.ack_stats()})
+                out.update({"worker_alive": alive,
+                            "uptime": round(time.time() - app.started_at, 1),
+                            "queue": app.queue_name, "webhooks": app.receiver.ack_stats()})
+                try:
+                    out.update({
+                        "jobs": app.queue.counts(), "projects": sorted(set(app.projects())),
+                        # per project: differences reconciles found (lost events), republished
+                        "live": {str(k): v for k, v in app.queue.live_stats().items()}})
+                except Exception as exc:  # noqa: BLE001 - Redis down: say so, do not 500
+                    alive = False
+                    out.update(status="DEGRADED", queue_error=f"{type(exc).__name__}: {exc}"[:300])
             return _json(200 if alive else 503, out)
         return await run(answer)
 

@@ -48,8 +48,12 @@ class HealthOut(BaseModel):
     """``/health``. Without a required token only ``status`` is present."""
 
     model_config = ConfigDict(extra="allow")
-    status: Literal["UP", "DEGRADED"] = Field(description="DEGRADED (HTTP 503): the worker died")
+    status: Literal["UP", "DEGRADED"] = Field(
+        description="DEGRADED (HTTP 503): the worker died, no RQ worker is registered, or the "
+                    "queue (Redis) does not answer")
     worker_alive: bool | None = None
+    queue: str | None = Field(None, description="sqlite, or the Redis URL without its password")
+    queue_error: str | None = Field(None, description="why the queue could not be read")
     uptime: float | None = Field(None, description="seconds since the service started")
     jobs: JobCounts | None = None
     projects: list[int] | None = Field(None, description="served project ids")

@@ -227,10 +227,11 @@ class Receiver:
         if event.action not in SYNC_ACTIONS:
             return 200, {"status": "ignored", "action": event.action,
                          "why": "this action does not change agreement"}
-        if self.accepts is not None and not self.accepts(event.project_id):
-            return 200, {"status": "ignored", "action": event.action,
-                         "project": event.project_id, "why": "project not served here"}
         try:
+            # accepts() records a newly served project: the same store as the job
+            if self.accepts is not None and not self.accepts(event.project_id):
+                return 200, {"status": "ignored", "action": event.action,
+                             "project": event.project_id, "why": "project not served here"}
             # the body is stored with the job: the live runner updates its mirror from it
             job = self.queue.enqueue(event.project_id, event.describe(), action=event.action,
                                      payload=body)

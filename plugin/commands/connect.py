@@ -174,6 +174,7 @@ def ensure_webhook(conn: Any, project_id: int, url: str,
 def run(args: argparse.Namespace) -> int:
     """Register the webhook, record the project for `serve`, run the first sync."""
     from ..client import BadInput, Connection, LabelStudioError
+    from ..errors import AgreementError, exit_code
     from ..queue import open_queue
     from ..settings import load_settings
     from ..sync import sync_project
@@ -206,6 +207,9 @@ def run(args: argparse.Namespace) -> int:
               + ("" if args.secret else " (no secret: the receiver must run without one)"))
         if page_url:
             print(f"quality page (linked from the project's description, {linked}): {page_url}")
+        from ..queue import is_redis_url
+        if args.queue and not is_redis_url(args.queue):
+            raise BadInput(f"--queue must be a Redis URL, redis://HOST:PORT/DB (got {args.queue!r})")
         try:
             # the service's queue: Redis past one machine, else the SQLite state file
             queue = open_queue(args.queue or args.state)
@@ -225,9 +229,9 @@ def run(args: argparse.Namespace) -> int:
             queue.enqueue(args.project, "connect", action="RECONCILE")
         finally:
             queue.close()
-    except LabelStudioError as exc:
+    except AgreementError as exc:     # bad input (exit 2) or the server (exit 3)
         print(f"error: {exc}", file=sys.stderr)
-        return exc.exit_code
+        return exit_code(exc)
     except ConnectionError as exc:       # the Redis of --queue (redis_queue.RedisQueue.ping)
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_SERVER

@@ -73,6 +73,7 @@ class Service:
 
     def __init__(self, args: argparse.Namespace, settings: Any, log: TextIO | None) -> None:
         from ..queue import open_queue
+        from ..queue.redis_queue import redact_url
         from ..web import App, QualityServer
         from ..web_auth import ApiAuth, is_loopback
         from ..webhooks import Receiver
@@ -109,6 +110,7 @@ class Service:
         app = App(self.queue, self.receiver, self.project_ids,
                   worker_alive=self.worker_alive, ls_url=self.url, log=log,
                   auth=self.auth,
+                  queue_name=redact_url(self.queue_url) if self.queue_url else "sqlite",
                   request_timeout=float(getattr(args, "request_timeout", 60.0)))
         self.http = QualityServer((args.host, args.port), app)
         self._stopped = False
@@ -199,6 +201,10 @@ def make_service(args: argparse.Namespace, log: TextIO | None = sys.stderr) -> S
                        f"--api-token (or ${API_TOKEN_ENV}) or a Label Studio user's token")
     if getattr(args, "lease", 30.0) <= 0:
         raise BadInput("--lease must be > 0 seconds")
+    from ..queue import is_redis_url
+    if getattr(args, "queue", None) and not is_redis_url(args.queue):
+        raise BadInput(f"--queue must be a Redis URL, redis://HOST:PORT/DB (got {args.queue!r}); "
+                       "leave it out for the embedded SQLite queue in --state")
     settings = load_settings(args.settings)
     try:
         return Service(args, settings, None if args.quiet else log)
@@ -209,13 +215,14 @@ def make_service(args: argparse.Namespace, log: TextIO | None = sys.stderr) -> S
 def run(args: argparse.Namespace) -> int:
     """Serve until SIGTERM/SIGINT; return an exit code (see plugin/cli.py)."""
     from ..client import Connection, LabelStudioError, RetryPolicy
+    from ..errors import AgreementError, exit_code
     from ..queue.redis_queue import redact_url
 
     try:
         svc = make_service(args)
-    except LabelStudioError as exc:
+    except AgreementError as exc:     # bad input (exit 2) or the server (exit 3)
         print(f"error: {exc}", file=sys.stderr)
-        return exc.exit_code
+        return exit_code(exc)
     except ConnectionError as exc:  # the Redis of --queue does not answer
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_SERVER

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 from typing import Sequence
 
@@ -36,6 +37,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--retry-backoff", type=float, default=5.0,
                         help="seconds before the first retry, doubled after each (default 5)")
     parser.add_argument("--name", help="RQ worker name (default: ls-agreement-<host>-<pid>)")
+    parser.add_argument("--wait", type=float, default=30.0,
+                        help="seconds to wait for Redis to answer at start-up (default 30)")
     parser.add_argument("--burst", action="store_true",
                         help="exit once the queue is empty (batch runs, tests)")
     parser.add_argument("--quiet", action="store_true", help="no job log lines")
@@ -45,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     """Work until SIGTERM/SIGINT; return an exit code (see plugin/cli.py)."""
     import socket
 
-    from ..client import BadInput, LabelStudioError
+    from ..errors import AgreementError, BadInput, exit_code
     from ..live.runner import LiveRunner
     from ..queue import is_redis_url
     from ..queue.redis_queue import RedisQueue
@@ -63,22 +66,29 @@ def run(args: argparse.Namespace) -> int:
                            "LABEL_STUDIO_API_KEY)")
         if not args.url.strip().startswith(("http://", "https://")):
             raise BadInput(f"--url must start with http:// or https:// (got {args.url!r})")
-        if args.max_attempts < 1 or args.retry_backoff < 0 or args.lease <= 0:
-            raise BadInput("--max-attempts must be >= 1, --retry-backoff >= 0, --lease > 0")
+        if args.max_attempts < 1 or args.retry_backoff < 0 or args.lease <= 0 or args.wait < 0:
+            raise BadInput("--max-attempts must be >= 1, --retry-backoff >= 0, --lease > 0, "
+                           "--wait >= 0")
         settings = load_settings(args.settings)
         try:
             queue = RedisQueue(args.queue, max_attempts=args.max_attempts,
                                backoff=args.retry_backoff, lease=args.lease)
         except ValueError as exc:
             raise BadInput(str(exc)) from exc
-    except LabelStudioError as exc:
+    except AgreementError as exc:     # BadInput (exit 2) and server errors (exit 3)
         print(f"error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    try:
-        queue.ping()
-    except ConnectionError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_SERVER
+        return exit_code(exc)
+    # Redis may come up after the worker (a compose start, a restart): wait a while
+    deadline = time.monotonic() + args.wait
+    while True:
+        try:
+            queue.ping()
+            break
+        except ConnectionError as exc:
+            if time.monotonic() >= deadline:
+                print(f"error: {exc}", file=sys.stderr)
+                return EXIT_SERVER
+            time.sleep(1.0)
     dur = queue.durability()
     if dur and (dur.get("appendonly") != "yes" or dur.get("appendfsync") != "always"):
         print(f"warning: Redis runs with appendonly={dur.get('appendonly')} appendfsync="

@@ -134,3 +134,29 @@ def test_redact_and_bad_urls(redis_server: LocalRedis) -> None:
         open_queue("redis://127.0.0.1:1/0")
     with pytest.raises(ValueError):
         RedisQueue("redis://h/0", lease=0)
+
+
+@pytest.mark.parametrize("argv, code, message", [
+    (["worker", "--url", "http://127.0.0.1:9", "--token", "t"], 2, "--queue redis://"),
+    (["worker", "--queue", "notaurl", "--url", "http://127.0.0.1:9", "--token", "t"], 2, "--queue redis://"),
+    (["worker", "--queue", "redis://127.0.0.1:1/0", "--url", "ftp://x", "--token", "t"], 2, "--url must"),
+    (["worker", "--queue", "redis://127.0.0.1:1/0", "--url", "http://127.0.0.1:9", "--token", "t",
+      "--lease", "0"], 2, "--lease"),
+    (["worker", "--queue", "redis://:pw@127.0.0.1:1/0", "--url", "http://127.0.0.1:9", "--token", "t",
+      "--wait", "0"], 3, "does not answer"),
+    (["serve", "--queue", "notaurl", "--url", "http://127.0.0.1:9", "--token", "t"], 2, "Redis URL"),
+    (["serve", "--queue", "redis://127.0.0.1:1/0", "--url", "http://127.0.0.1:9", "--token", "t",
+      "--port", "0"], 3, "does not answer"),
+    (["serve"], 2, "--url and --token are required"),
+    (["connect", "--project", "1"], 2, "--url and --token are required"),
+])
+def test_cli_refuses_bad_queue_options(argv: list[str], code: int, message: str,
+                                       capsys: pytest.CaptureFixture[str],
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from ls_agreement.plugin.cli import main as cli_main
+    for var in ("LABEL_STUDIO_URL", "LABEL_STUDIO_API_KEY", "LS_AGREEMENT_QUEUE"):
+        monkeypatch.delenv(var, raising=False)
+    assert cli_main(argv) == code
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+    assert "pw@" not in err, "the Redis password is never printed"

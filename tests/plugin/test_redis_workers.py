@@ -180,6 +180,13 @@ def test_two_workers_share_projects_and_never_overlap_on_one(
                for n, p in cluster.workers.items()}
     assert all(done_by.values()), f"both workers should have run jobs: {done_by}"
     assert cluster.q.live_stats().get(pids[0], {}).get("lost_events", 0) == 0
+    # no token or secret in any log, report, state file or in Redis's own files (AOF)
+    secrets = [cluster.ls.token.encode(), SECRET.encode()]
+    files = [f for f in cluster.tmp.rglob("*") if f.is_file() and f.name != "settings.toml"]
+    assert any(f.suffix == ".json" for f in files) and any("appendonly" in f.name or f.suffix == ".aof"
+                                                           for f in files)
+    leaks = [str(f) for f in files for s in secrets if s in f.read_bytes()]
+    assert leaks == []
 
 
 def test_sigkill_of_a_worker_mid_job_leaves_the_job_to_another(
@@ -218,8 +225,22 @@ def test_redis_and_service_restarts_lose_no_acknowledged_event(
         _edit(ls_client, rng, pid, users)
     acked = wait_for(lambda: len(cluster.q.events(pid)) >= 6 and cluster.q.events(pid), 30,
                      "the webhooks to be acknowledged")
-    cluster.redis.restart(kill=True)           # SIGKILL: only the AOF survives
+    cluster.redis.stop(kill=True)              # SIGKILL: only the AOF survives
+    # meanwhile the receiver says it could not store (Label Studio would log a failed
+    # webhook; the reconcile repairs it), and /health says why, quickly
+    import requests
+    t0 = time.perf_counter()
+    r = requests.post(f"http://127.0.0.1:{cluster.port}/webhook", timeout=10,
+                      json={"action": "ANNOTATION_UPDATED", "project": {"id": pid},
+                            "annotation": {"id": 1, "task": 1, "result": []}},
+                      headers={"X-LS-Agreement-Secret": SECRET})
+    assert r.status_code == 503 and time.perf_counter() - t0 < 5
+    health = requests.get(f"http://127.0.0.1:{cluster.port}/health", timeout=10)
+    assert health.status_code == 503 and health.json()["queue_error"]
+    cluster.redis.start()
     assert [e.id for e in cluster.q.events(pid)] == [e.id for e in acked]
+    wait_for(lambda: requests.get(f"http://127.0.0.1:{cluster.port}/health", timeout=10).json()
+             .get("queue", "").startswith("redis://"), 30, "serve to reconnect")
     assert cluster.serve is not None
     cluster.serve.kill()                       # the service dies with jobs pending
     cluster.start_serve()                      # same port: Label Studio's webhook still points here
