@@ -33,6 +33,9 @@ PROJECTS: dict[str, dict[str, Any]] = {
                                             per_task=(3, 3)),
     "choice (80%) + rating, 3/task": dict(n_tasks=300, controls=("sentiment", "rating"), accuracy=0.8,
                                           per_task=(3, 3)),
+    # ratings read by their distances: careful annotators within a point of the truth
+    "choice (90%) + rating, 3-5/task": dict(n_tasks=200, controls=("sentiment", "rating"), accuracy=0.9),
+    "rating + ranking, 3/task": dict(n_tasks=150, controls=("rating", "ranking"), per_task=(3, 3)),
 }
 
 

@@ -3,39 +3,49 @@
 A task's σ on one control is the share of its pairs that agree (distance below d*). With
 three annotators it can only be 0, ⅓, ⅔ or 1, so a fixed cut (σ < 0.5) flags every task
 where one annotator slipped once, and the more controls a project has, the more of it is
-flagged. Here each control's per-task count of agreeing pairs ``k`` (of ``n``) is read
+flagged. A count below d* also forgets how far apart the answers are: on a 5-point rating
+where careful annotators differ by a point and d* admits only equal ratings, a careful
+spread and a careless departure give the same count. Here each control's tasks are read
 against a model of the annotators, fitted on the project once:
 
-* **the answer model** — on a given task, annotator ``a`` gives a *sound* answer with
-  probability ``q_a`` (their reliability on this control); two sound answers agree with
-  probability ``s``, any other pair with probability ``c``, the chance rate (the share of
-  the chance pairs below d*). So the agreeing pairs of a task with annotators ``A`` follow
-  ``P(k | A) = Σ_j P(j sound | q_A) · P(Bin(C(j,2), s) + Bin(n − C(j,2), c) = k)``; pairs
-  in one task are *not* independent (they share annotators), the latent sound/unsound
-  answers carry that dependence. ``c`` comes from the chance distances; ``s`` and the
-  ``q_a`` are fitted: each annotator's σ is ``c + (s − c) q_a q̄`` (``q̄`` their
-  co-annotators' mean), which fixes the products ``(s − c) q_a q_b``; ``s`` is then the
-  maximum-likelihood split of that product over the project's own per-task ``k``.
-* **unusual disagreement** — ``p = P(K ≤ k | A)`` under the model with each annotator's
-  own reliability (the tail probability of so few agreeing pairs on an unambiguous task
-  with these annotators). The task's controls are combined into one test (Fisher's ``Π p``,
-  its tail exact over the controls' discrete null laws, :func:`combined_p_value`); the
-  task is flagged when that is below ``level`` (default 0.01): ordinary tasks are flagged
-  at most at that rate however many controls the project has. This catches ambiguous
-  tasks (careful annotators split in several controls) and departures by good annotators
-  far beyond their usual slips.
-* **an unreliable answer that departs** — an annotator whose ``q_a`` on a control is under
-  half the control's (pair-weighted) median reliability is *unreliable* there. The posterior probability, given
-  ``k``, that one of the task's unreliable annotators gave an unsound answer is
-  ``P(departure | k, A)`` (0 when every pair agrees: nobody departs); the control flags
-  the task when it is at least ``posterior``
-  (default ½: the flag is more likely right than wrong). So a known-careless annotator's
-  departure is caught, while the same pattern from good annotators (an ordinary slip) is
-  not, and a careless annotator who agreed with the others is not flagged either.
+* **the distance model** (:class:`DistanceModel`; used wherever the control's distance
+  histogram is known) — the control's pair distances are split into the distances between
+  two *sound* answers ``F_s`` and those of a *departing* answer to the rest ``F_d``, from
+  the observed and the chance distances alone (:func:`distance_components`: two mixtures
+  of the same two parts, mixture proportion estimation). A chance answer lands where a
+  sound one would with probability κ (a random rating within a point of the truth) and
+  *departs* otherwise. Annotator ``a`` gives a sound answer with probability ``q_a``,
+  fitted from their mean distance (:func:`fit_distance_model`); a task's mean distance
+  ``d̄`` is read against the law of ``d̄`` for its annotators (:func:`distance_evidence`).
+* **the count model** (:class:`FlagModel`; a report without a histogram) — the per-task
+  count ``k`` of pairs below d*: two sound answers agree with probability ``s``, any other
+  pair with ``c``, the chance rate; ``s`` and the ``q_a`` are fitted on the annotators' σ
+  and the tasks' ``k`` (:func:`fit_flag_model`, :func:`item_evidence`).
 
-Everything a task's flag needs is its per-control ``(k, n, annotators)`` and the fitted
-:class:`FlagModel` of each control (a few numbers per control and annotator, stored in
-the report), so a live service can flag one task without the others.
+Pairs of one task are *not* independent (they share annotators): the latent sound /
+departing answers carry that dependence; given them, pairs are read as independent.
+
+* **unusual disagreement** — ``p = P(d̄ this large | A)`` (or ``P(K ≤ k | A)``) under the
+  model with each annotator's own reliability. The task's controls are combined into one
+  test (Fisher's ``Π p``, its tail over the controls' discrete null laws,
+  :func:`combined_p_value`); the task is flagged when that is below ``level`` (default
+  0.01): ordinary tasks are flagged at most at that rate however many controls the project
+  has. This catches ambiguous tasks and departures by good annotators far beyond their
+  usual slips.
+* **an unreliable answer that departs** — an annotator whose ``q_a`` on a control is under
+  half the control's (pair-weighted) median reliability, there or over the project's
+  controls together (:func:`unreliable_annotators`), is *unreliable*. The posterior
+  probability, given the task's reading, that one of its unreliable annotators' answers
+  departs is ``P(departure | d̄, A)``; the control flags the task when it is at least
+  ``posterior`` (default ½: the flag is more likely right than wrong). So a known-careless
+  annotator's departure is caught, while the same pattern from good annotators (an
+  ordinary slip) is not, and neither is a careless annotator who agreed with the others or
+  whose random answer landed where a careful one would.
+
+Everything a task's flag needs is its per-control ``(d̄ or k, n, annotators)`` and the
+fitted model of each control (a few numbers per control and annotator, stored in the
+report, and the control's histogram), so a live service can flag one task without the
+others.
 """
 from __future__ import annotations
 
@@ -43,21 +53,24 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Iterable, Mapping, Sequence
+from typing import Collection, Iterable, Mapping, Sequence
 
 import numpy as np
 from scipy import stats
 from scipy.special import ndtr
 
 __all__ = ["FlagModel", "ItemEvidence", "fit_flag_model", "item_evidence", "combine_flags",
-           "agreeing_pairs", "combined_p_value", "DEFAULT_LEVEL", "DEFAULT_POSTERIOR", "UNRELIABLE_BELOW"]
+           "agreeing_pairs", "combined_p_value", "DEFAULT_LEVEL", "DEFAULT_POSTERIOR", "UNRELIABLE_BELOW",
+           "DistanceComponents", "DistanceModel", "distance_components", "fit_distance_model",
+           "distance_evidence", "unreliable_annotators"]
 
 DEFAULT_LEVEL = 0.01        # false-flag rate of an ordinary task, all controls together
 DEFAULT_POSTERIOR = 0.5     # flag an unreliable annotator's likely departure from this
 UNRELIABLE_BELOW = 0.5      # unreliable: reliability under this share of the control's median
 _S_GRID = 24                # candidate values of s in the likelihood fit
 _MAX_EXACT_PAIRS = 2000     # beyond, the pair count is read with a normal approximation
-_MAX_SUPPORT = 200_000      # joint outcomes of the exact combination; beyond, Fisher's χ²
+_LOG_STEP = 0.02            # grid of −ln p in the exact combination (p rounded down ≤ 2 %)
+_LOG_FLOOR = 30.0           # −ln Π p beyond this (Π p < 1e-13) needs no exact reading
 _MAX_FIT_GROUPS = 3000      # distinct (k, n, annotators) tasks used to fit s, most frequent first
 
 
@@ -88,7 +101,10 @@ class ItemEvidence:
     p_value: float
     p_departure: float
     unreliable: tuple[str, ...] = ()
-    null: tuple[float, ...] | None = None   # P(K = j | annotators), j = 0..n (exact tasks only)
+    #: probabilities of the outcomes from the least to the most agreeing (exact tasks only):
+    #: P(K = j), j = 0..n for the count; P(S = s) from the largest s down for the distance
+    null: tuple[float, ...] | None = None
+    mean_distance: float | None = None      # the task's d̄ when read by the distance model
 
 
 def agreeing_pairs(sigma: float | None, n_pairs: int) -> int | None:
@@ -179,7 +195,8 @@ def _likelihood(k: int, n: int, qs: Sequence[float], s: float, c: float,
     return float(eq), float(min(le, 1.0))
 
 
-def item_evidence(model: FlagModel, k: int, n: int, annotators: Sequence[str]) -> ItemEvidence:
+def item_evidence(model: FlagModel, k: int, n: int, annotators: Sequence[str],
+                  unreliable: Collection[str] = ()) -> ItemEvidence:
     """The evidence of one task on one control (``k`` of ``n`` pairs agree).
 
     Parameters
@@ -190,6 +207,9 @@ def item_evidence(model: FlagModel, k: int, n: int, annotators: Sequence[str]) -
         Agreeing pairs (distance below d*) and pairs of the task.
     annotators : sequence of str
         The task's annotators on this control (one per value).
+    unreliable : collection of str, optional
+        Annotators unreliable across the project (:func:`unreliable_annotators`), on top of
+        those under ``model.unreliable_below`` on this control.
     """
     ids = [str(a) for a in annotators]
     if len(ids) < 2:  # pairs without a roster (old reports): the smallest roster that fits
@@ -197,7 +217,7 @@ def item_evidence(model: FlagModel, k: int, n: int, annotators: Sequence[str]) -
     qs = [model.q(a) for a in ids]
     s, c = model.same, model.chance
     p_eq, p_le = _likelihood(k, n, qs, s, c)
-    bad = [i for i, q in enumerate(qs) if q < model.unreliable_below]
+    bad = [i for i, q in enumerate(qs) if q < model.unreliable_below or ids[i] in unreliable]
     p_dep = 0.0
     if bad and p_eq > 0 and k < n:  # with every pair agreeing, nobody departs
         # P(k, every unreliable annotator sound) = Π q_bad · P(k | those forced sound)
@@ -213,35 +233,40 @@ def combined_p_value(p_values: Sequence[float],
                      nulls: Sequence[Sequence[float] | None] | None = None) -> float:
     """One tail probability for a task from its controls' tail probabilities.
 
-    The statistic is Fisher's ``Π p``. With every control's null distribution of ``K``
-    (``nulls``: ``P(K = j)``, j = 0..n), the combination is exact: ``P(Π P_c ≤ Π p_c)``
-    with the controls' p-values drawn independently from their discrete null laws (the
-    controls' slips are independent given the annotators). Otherwise, or past
-    :data:`_MAX_SUPPORT` joint outcomes, Fisher's ``P(χ²(2m) ≥ −2 Σ ln p)``, conservative
-    for discrete p-values. Either way there is one test per task, so its false-flag rate
-    stays at the level however many controls there are.
+    The statistic is Fisher's ``Π p``. With every control's null law (``nulls``: the
+    probabilities of its outcomes from the least to the most agreeing, so that their
+    cumulative sums are the attainable p-values), the combination is exact up to a rounding:
+    ``P(Π P_c ≤ Π p_c)`` with the controls' p-values drawn independently from their discrete
+    null laws (the controls' slips are independent given the annotators). Each attainable
+    ``−ln p`` is rounded *up* to a multiple of :data:`_LOG_STEP` (so the null products can
+    only look smaller: never less conservative) and the laws are convolved on that grid;
+    products below ``e^−``:data:`_LOG_FLOOR` are pooled (they are below any observed one
+    read this way). Otherwise, or when the observed product is itself below that floor,
+    Fisher's ``P(χ²(2m) ≥ −2 Σ ln p)``, conservative for discrete p-values. Either way there
+    is one test per task, so its false-flag rate stays at the level however many controls
+    there are.
     """
     ps = [min(max(float(p), 1e-300), 1.0) for p in p_values]
     if not ps:
         return 1.0
     observed = sum(math.log(p) for p in ps)
     fisher = float(stats.chi2.sf(-2.0 * observed, 2 * len(ps)))
-    if nulls is None or any(x is None for x in nulls) or len(nulls) != len(ps):
+    if nulls is None or any(x is None for x in nulls) or len(nulls) != len(ps) or -observed >= _LOG_FLOOR:
         return fisher
-    support = np.zeros(1)   # log Π P over the joint outcomes so far (rounded), and their mass
-    mass = np.ones(1)
+    cap = int(math.ceil(_LOG_FLOOR / _LOG_STEP))      # index `cap` pools everything beyond
+    mass = np.zeros(1)
+    mass[0] = 1.0
     for null in nulls:
-        pmf = np.asarray(null, dtype=float)
-        logp = np.log(np.clip(np.minimum(np.cumsum(pmf), 1.0), 1e-300, 1.0))
+        pmf = np.clip(np.asarray(null, dtype=float), 0.0, None)
         keep = pmf > 0
-        support = (support[:, None] + logp[keep][None, :]).ravel()
-        mass = (mass[:, None] * pmf[keep][None, :]).ravel()
-        # merge equal products (rounded down a little: never less conservative)
-        support, inverse = np.unique(np.floor(support * 1e6) / 1e6, return_inverse=True)
-        mass = np.bincount(inverse.ravel(), weights=mass)
-        if support.size > _MAX_SUPPORT:
-            return fisher
-    return float(min(mass[support <= observed + 1e-9].sum(), 1.0))
+        tail = np.clip(np.minimum(np.cumsum(pmf), 1.0), 1e-300, 1.0)[keep]
+        idx = np.minimum(np.ceil(-np.log(tail) / _LOG_STEP - 1e-9).astype(np.int64), cap)
+        law = np.bincount(np.maximum(idx, 0), weights=pmf[keep])
+        mass = np.convolve(mass, law)
+        if mass.size > cap + 1:
+            mass = np.concatenate([mass[:cap], [mass[cap:].sum()]])
+    need = int(math.ceil(-observed / _LOG_STEP - 1e-9))
+    return float(min(mass[min(need, mass.size):].sum(), 1.0)) if need < mass.size else 0.0
 
 
 def combine_flags(evidence: Mapping[str, ItemEvidence], level: float = DEFAULT_LEVEL,
@@ -262,12 +287,15 @@ def combine_flags(evidence: Mapping[str, ItemEvidence], level: float = DEFAULT_L
                              [ev.null for ev in evidence.values()])
     for name, ev in evidence.items():
         why = []
+        seen = (f"mean distance {ev.mean_distance:.3g} over {ev.n} pairs" if ev.mean_distance is not None
+                else f"{ev.k} of {ev.n} pairs agree")
         if p_all < level and ev.p_value < 0.5:
-            why.append(f"{ev.k} of {ev.n} pairs agree, fewer than these annotators usually reach "
+            more = "farther apart" if ev.mean_distance is not None else "fewer"
+            why.append(f"{seen}, {more} than these annotators usually reach "
                        f"(p = {ev.p_value:.2g}; all controls p = {p_all:.2g})")
         if ev.p_departure >= posterior:
             who = ", ".join(dict.fromkeys(names.get(a, a) for a in ev.unreliable))
-            why.append(f"{ev.k} of {ev.n} pairs agree and unreliable annotator {who} likely "
+            why.append(f"{seen} and unreliable annotator {who} likely "
                        f"departs (posterior {ev.p_departure:.2f})")
         if why:
             out[name] = "; ".join(why)
@@ -358,3 +386,373 @@ def fit_flag_model(annotators: Mapping[str, tuple[float | None, int]], chance: f
         if ll > best_ll:
             best, best_ll = fm, ll
     return best
+
+
+# ---------------------------------------------------------------------------------------
+# The distance model: the task's mean pair distance, read against the control's own
+# distance distributions (docs/formulas.md "Flags"). It replaces the count of pairs below
+# d* wherever the control's distance histogram is known: the count throws away how far
+# apart two answers are, and on a control where careful annotators routinely differ a
+# little (a 5-point rating within a point of the truth, d* at exact agreement) a count
+# cannot tell that spread from a departure.
+# ---------------------------------------------------------------------------------------
+
+_TAIL_MIN = 0.02            # tails thinner than this are too noisy to fix the mixture shares
+_MAX_EXACT_DIST_PAIRS = 60  # beyond, the task's summed distance is read with a normal law
+
+
+@dataclass(frozen=True)
+class DistanceModel:
+    """The three-state answer model of one control, on its distance histogram's bins.
+
+    An answer is *sound* or a *chance* answer; a chance answer *coincides* with a sound one
+    (is indistinguishable from it) with probability ``kappa``, else it *departs*. Two answers
+    that do not depart are ``sound_pmf`` apart, a departing and a non-departing answer
+    ``depart_pmf`` apart, two departing answers ``chance_pmf`` apart. ``reliability``: each
+    annotator's share ``q`` of sound answers, so an answer of theirs does not depart with
+    ``q + (1 − q) κ`` (:meth:`p`).
+
+    Attributes
+    ----------
+    width : float
+        Bin width of the histogram (bins ``[i w, (i + 1) w)``, the last one closed).
+    sound_pmf, depart_pmf, chance_pmf : tuple of float
+        Distance distributions over the bins.
+    kappa : float
+        Share of the chance distribution the sound one accounts for.
+    """
+
+    width: float
+    sound_pmf: tuple[float, ...]
+    depart_pmf: tuple[float, ...]
+    chance_pmf: tuple[float, ...]
+    kappa: float
+    reliability: Mapping[str, float] = field(default_factory=dict)
+    default_reliability: float = 1.0
+    unreliable_below: float = 0.5
+
+    def q(self, annotator: str) -> float:
+        return float(self.reliability.get(annotator, self.default_reliability))
+
+    def p(self, annotator: str) -> float:
+        """Probability that the annotator's answer does not depart."""
+        q = self.q(annotator)
+        return q + (1.0 - q) * self.kappa
+
+    @property
+    def key(self) -> tuple:
+        """The distributions, hashable (the convolution cache is keyed on them)."""
+        return (self.width, self.sound_pmf, self.depart_pmf, self.chance_pmf)
+
+
+@dataclass(frozen=True)
+class DistanceComponents:
+    """The decomposition of a control's distances (:func:`distance_components`)."""
+
+    width: float
+    sound_pmf: tuple[float, ...]
+    depart_pmf: tuple[float, ...]
+    chance_pmf: tuple[float, ...]
+    kappa: float
+    chance_share: float      # λ: share of the observed pairs that look like chance pairs
+    observed_mean: float     # mean of the observed pairs on the bins' centres
+
+
+def _pmf(counts: Sequence[float]) -> np.ndarray | None:
+    x = np.clip(np.asarray(counts, dtype=float), 0.0, None)
+    total = x.sum()
+    return x / total if total > 0 and math.isfinite(total) else None
+
+
+def _irreducible_share(target: np.ndarray, other: np.ndarray, upper: bool) -> float:
+    """The largest λ with ``target − λ · other`` still a distribution, read on cumulative
+    tails (the upper tails when ``upper``: sound pairs are the near ones, so the far tail of
+    the observed pairs is where chance pairs show alone; the lower tails for the converse).
+    Tails of ``other`` thinner than :data:`_TAIL_MIN` are skipped: a handful of pairs there
+    would decide the whole split."""
+    t_cum = np.cumsum(target[::-1])[::-1] if upper else np.cumsum(target)
+    o_cum = np.cumsum(other[::-1])[::-1] if upper else np.cumsum(other)
+    ok = o_cum >= _TAIL_MIN
+    if not ok.any():
+        return 0.0
+    return float(min(1.0, np.min(t_cum[ok] / o_cum[ok])))
+
+
+def distance_components(edges: Sequence[float], observed: Sequence[float],
+                        expected: Sequence[float]) -> DistanceComponents | None:
+    """Split a control's pair distances into sound and departing parts.
+
+    The observed pairs are a mixture ``F_o = (1 − λ) F_s + λ F_c`` of pairs between sound
+    answers and pairs that look like chance pairs (``F_c``, the expected distances), and the
+    chance pairs themselves ``F_c = κ F_s + (1 − κ) F_d``: a chance answer may land where a
+    sound one would. Two mixtures of the same two parts identify them once each part is
+    *irreducible* (Blanchard, Lee & Scott 2010, mixture proportion estimation): λ is the
+    largest share of ``F_c`` that ``F_o`` contains (on the far tails, where sound pairs do
+    not reach), μ the largest share of ``F_o`` that ``F_c`` contains (on the near tails);
+    then ``F_s ∝ F_o − λ F_c``, ``F_d ∝ F_c − μ F_o`` and ``κ = μ (1 − λ) / (1 − μ λ)``.
+
+    Parameters
+    ----------
+    edges : sequence of float
+        Equal-width bin edges (``len(observed) + 1``).
+    observed, expected : sequence of float
+        Observed pair counts and chance pair weights per bin.
+
+    Returns
+    -------
+    DistanceComponents or None
+        None when the histogram cannot be split (empty, or the observed pairs are no
+        different from chance: nothing is sound).
+    """
+    e = np.asarray(edges, dtype=float)
+    f_o, f_c = _pmf(observed), _pmf(expected)
+    if f_o is None or f_c is None or e.size != f_o.size + 1 or f_o.size != f_c.size or f_o.size < 2:
+        return None
+    width = float(e[1] - e[0])
+    if not width > 0 or not np.allclose(np.diff(e), width, rtol=1e-6, atol=1e-12):
+        return None
+    lam = _irreducible_share(f_o, f_c, upper=True)
+    mu = _irreducible_share(f_c, f_o, upper=False)
+    if lam >= 1 - 1e-9 or mu >= 1 - 1e-9:
+        return None
+    f_s = np.clip(f_o - lam * f_c, 0.0, None)
+    f_d = np.clip(f_c - mu * f_o, 0.0, None)
+    f_s, f_d = f_s / f_s.sum(), f_d / f_d.sum()
+    kappa = mu * (1 - lam) / (1 - mu * lam)
+    centres = (np.arange(f_o.size) + 0.5) * width
+    return DistanceComponents(width=width, sound_pmf=tuple(f_s), depart_pmf=tuple(f_d),
+                              chance_pmf=tuple(f_c), kappa=float(kappa), chance_share=float(lam),
+                              observed_mean=float(np.dot(f_o, centres)))
+
+
+def _pair_mean(p_a: float, p_b: np.ndarray | float, mu: tuple[float, float, float]) -> np.ndarray | float:
+    """Expected distance of a pair whose answers do not depart with ``p_a``, ``p_b``."""
+    m_s, m_d, m_c = mu
+    return m_c + (p_a + p_b) * (m_d - m_c) + p_a * p_b * (m_s - 2 * m_d + m_c)
+
+
+def fit_distance_model(comp: DistanceComponents,
+                       annotators: Mapping[str, tuple[float | None, int]]) -> DistanceModel | None:
+    """Each annotator's share of sound answers, from their mean distance.
+
+    An annotator's pairs are on average ``m_a = E d(p_a, p̄_{−a})`` apart (:func:`_pair_mean`,
+    ``p`` the probability of not departing; linear in the co-annotators' ``p``, so their
+    pair-weighted mean ``p̄_{−a}`` stands in for them); solved for ``p_a`` by fixed-point
+    iteration, then ``q_a = (p_a − κ) / (1 − κ)``: a chance answer does not depart with κ
+    anyway, so only the excess over κ tells sound answers. The annotators' mean distances
+    are rescaled so that their pair-weighted mean is the observed histogram's mean on the
+    bins' centres (the model reads distances on those centres). An annotator is
+    *unreliable* under half the (pair-weighted) median ``q``.
+
+    Parameters
+    ----------
+    comp : DistanceComponents
+        The control's split (:func:`distance_components`).
+    annotators : mapping id -> (mean distance, pairs)
+
+    Returns
+    -------
+    DistanceModel or None
+        None when no annotator has a mean distance.
+    """
+    ids = [a for a, (md, n) in annotators.items() if md is not None and n and math.isfinite(md)]
+    if not ids:
+        return None
+    m = np.array([annotators[a][0] for a in ids], dtype=float)
+    w = np.array([annotators[a][1] for a in ids], dtype=float)
+    exact_mean = float(np.dot(w, m) / w.sum())
+    if exact_mean > 0:
+        m = m * (comp.observed_mean / exact_mean)
+    centres = (np.arange(len(comp.sound_pmf)) + 0.5) * comp.width
+    mu = tuple(float(np.dot(f, centres)) for f in (comp.sound_pmf, comp.depart_pmf, comp.chance_pmf))
+    m_s, m_d, m_c = mu
+    p = np.full(len(ids), 1.0 - comp.chance_share)
+    total_w = w.sum()
+    for _ in range(2000):
+        others = (np.dot(w, p) - w * p) / np.maximum(total_w - w, 1e-12) if len(ids) > 1 else p
+        slope = (m_d - m_c) + others * (m_s - 2 * m_d + m_c)   # d m_a / d p_a (negative: sound is near)
+        new = np.where(np.abs(slope) > 1e-12,
+                       (m - m_c - others * (m_d - m_c)) / np.where(np.abs(slope) > 1e-12, slope, 1.0), 1.0)
+        # half steps: p_a falls as its co-annotators' p̄ rises, so full steps oscillate
+        new = 0.5 * p + 0.5 * np.clip(new, 0.0, 1.0)
+        if np.allclose(new, p, rtol=0, atol=1e-10):
+            p = new
+            break
+        p = new
+    kappa = comp.kappa
+    q = np.clip((p - kappa) / (1.0 - kappa), 0.0, 1.0) if kappa < 1 else np.ones_like(p)
+    rel = {a: float(v) for a, v in zip(ids, q)}
+    default = float(np.dot(w, q) / total_w)
+    order = np.argsort(q)
+    median = float(q[order][np.searchsorted(np.cumsum(w[order]), total_w / 2)])
+    return DistanceModel(width=comp.width, sound_pmf=comp.sound_pmf, depart_pmf=comp.depart_pmf,
+                         chance_pmf=comp.chance_pmf, kappa=comp.kappa, reliability=rel,
+                         default_reliability=default, unreliable_below=UNRELIABLE_BELOW * median)
+
+
+def _power(pmf: tuple[float, ...], times: int) -> np.ndarray:
+    """The pmf of a sum of ``times`` independent draws (bin indices)."""
+    out = np.ones(1)
+    base = np.asarray(pmf)
+    while times:
+        if times & 1:
+            out = np.convolve(out, base)
+        times >>= 1
+        if times:
+            base = np.convolve(base, base)
+    return out
+
+
+@lru_cache(maxsize=4096)
+def _sum_pmf(key: tuple, n_ss: int, n_sd: int, n_dd: int) -> np.ndarray:
+    """pmf of the summed bin index of ``n_ss`` sound, ``n_sd`` sound–departing and ``n_dd``
+    departing pairs, read-only."""
+    _, f_s, f_d, f_c = key
+    out = np.convolve(np.convolve(_power(f_s, n_ss), _power(f_d, n_sd)), _power(f_c, n_dd))
+    out = np.clip(out, 0.0, None)
+    out.flags.writeable = False
+    return out
+
+
+def _pair_types(j: int, m: int, n: int) -> tuple[int, int, int]:
+    """Pairs between non-departing answers, between one of each, between departing ones,
+    when j of the m answers do not depart (n pairs in all: scaled when the task's pairs are
+    not all C(m, 2) of its roster)."""
+    full = (j * (j - 1) // 2, j * (m - j), (m - j) * (m - j - 1) // 2)
+    total = m * (m - 1) // 2
+    if total == n or total == 0:
+        return full if total == n else (0, 0, n)
+    ss = int(round(n * full[0] / total))
+    sd = min(int(round(n * full[1] / total)), n - ss)
+    return ss, sd, n - ss - sd
+
+
+def _window(mean_distance: float, n: int, width: float) -> tuple[int, int]:
+    """The summed bin indices S consistent with a task's mean distance: each pair distance
+    d lies in bin ⌊d / w⌋ (the last bin closed), so S ≤ n d̄ / w ≤ S + n."""
+    x = n * mean_distance / width
+    return int(math.ceil(x - n - 1e-9)), int(math.floor(x + 1e-9))
+
+
+def _distance_reading(model: DistanceModel, lo: int, hi: int, n: int, ps: Sequence[float]
+                      ) -> tuple[float, float, np.ndarray | None]:
+    """P(S in [lo, hi]), P(S ≥ lo) and (exact tasks) the pmf of S, under the model with
+    non-departing probabilities ``ps``."""
+    m = len(ps)
+    js = _sound_counts(ps)
+    if n > _MAX_EXACT_DIST_PAIRS:   # many pairs: S | j read as a normal (continuity-corrected)
+        idx = np.arange(len(model.sound_pmf), dtype=float)
+        mom = [(float(np.dot(f, idx)), float(np.dot(f, idx ** 2) - np.dot(f, idx) ** 2))
+               for f in (model.sound_pmf, model.depart_pmf, model.chance_pmf)]
+        eq = ge = 0.0
+        for j, pj in enumerate(js):
+            if pj <= 0:
+                continue
+            t = _pair_types(j, m, n)
+            mean = sum(c * mm for c, (mm, _) in zip(t, mom))
+            sd = math.sqrt(max(sum(c * v for c, (_, v) in zip(t, mom)), 1e-12))
+            up = float(ndtr((mean - (lo - 0.5)) / sd))
+            eq += pj * (up - float(ndtr((mean - (hi + 0.5)) / sd)))
+            ge += pj * up
+        return eq, min(ge, 1.0), None
+    total = None
+    for j, pj in enumerate(js):
+        if pj <= 0:
+            continue
+        part = pj * _sum_pmf(model.key, *_pair_types(j, m, n))
+        if total is None:
+            total = part.copy()
+        else:
+            if part.size > total.size:
+                total, part = np.concatenate([total, np.zeros(part.size - total.size)]), part
+            total[:part.size] += part
+    if total is None:
+        return 0.0, 1.0, None
+    a, b = max(lo, 0), min(hi, total.size - 1)
+    eq = float(total[a:b + 1].sum()) if b >= a else 0.0
+    ge = float(total[a:].sum()) if a < total.size else 0.0
+    return eq, min(ge, 1.0), total
+
+
+def distance_evidence(model: DistanceModel, mean_distance: float, n: int,
+                      annotators: Sequence[str], unreliable: Collection[str] = ()) -> ItemEvidence:
+    """The evidence of one task on one control from its mean pair distance.
+
+    Parameters
+    ----------
+    model : DistanceModel
+        The control's fitted model.
+    mean_distance : float
+        The task's mean pair distance d̄ (on the control's distance).
+    n : int
+        Pairs of the task.
+    annotators : sequence of str
+        The task's annotators on this control.
+    unreliable : collection of str, optional
+        Annotators unreliable across the project (:func:`unreliable_annotators`), on top of
+        those under ``model.unreliable_below`` on this control.
+
+    Returns
+    -------
+    ItemEvidence
+        ``p_value`` = P(d̄ at least this large | annotators); ``p_departure`` = posterior
+        that one of the task's unreliable annotators' answers departs; ``null`` = the
+        probabilities of the outcomes from the farthest to the nearest (its cumulative sums
+        are the attainable p-values, for :func:`combined_p_value`). ``k`` is the count of
+        bins-sum units (S) at the window's low end.
+    """
+    ids = [str(a) for a in annotators]
+    if len(ids) < 2:
+        ids = [""] * max(2, int(round((1 + math.sqrt(1 + 8 * n)) / 2)))
+    ps = [model.p(a) for a in ids]
+    lo, hi = _window(float(mean_distance), n, model.width)
+    p_eq, p_ge, pmf = _distance_reading(model, lo, hi, n, ps)
+    bad = [i for i, a in enumerate(ids) if model.q(a) < model.unreliable_below or a in unreliable]
+    p_dep = 0.0
+    if bad and p_eq > 0:
+        forced = [1.0 if i in bad else p for i, p in enumerate(ps)]
+        p_none = math.prod(ps[i] for i in bad) * _distance_reading(model, lo, hi, n, forced)[0]
+        p_dep = min(max(1.0 - p_none / p_eq, 0.0), 1.0)
+    # outcomes from the farthest to the nearest: the cumulative sums are P(S ≥ s)
+    null = tuple(float(x) for x in pmf[::-1]) if pmf is not None else None
+    return ItemEvidence(k=lo, n=n, p_value=p_ge, p_departure=p_dep,
+                        unreliable=tuple(ids[i] for i in bad), null=null,
+                        mean_distance=float(mean_distance))
+
+
+def unreliable_annotators(annotators: Iterable[str],
+                          controls: Iterable[tuple[Mapping[str, float], float, Mapping[str, int]]]) -> set[str]:
+    """The annotators unreliable across the project's controls taken together.
+
+    On each control an annotator's reliability is read relative to the control's median
+    (``q_a / median``); an annotator whose pair-weighted mean of those ratios over the
+    controls is under :data:`UNRELIABLE_BELOW` is unreliable on every control. Carelessness
+    is a trait of the annotator more than of one control, and one control's tasks may be too
+    few, or its careful annotators too divided (an ambiguous choice), to single them out
+    alone: the per-control cut (``unreliable_below``) still applies on its own.
+
+    Parameters
+    ----------
+    annotators : iterable of str
+        The annotators to judge (a task's, for instance).
+    controls : iterable of (reliability, median, pairs)
+        Per control: each annotator's reliability, the control's (pair-weighted) median
+        reliability, and each annotator's pairs (the weights).
+
+    Returns
+    -------
+    set of str
+    """
+    wanted = set(annotators)
+    num: dict[str, float] = {}
+    den: dict[str, float] = {}
+    for rel, median, pairs in controls:
+        if not median > 0:
+            continue
+        for a in wanted:
+            q, w = rel.get(a), pairs.get(a, 0)
+            if q is None or not w:
+                continue
+            num[a] = num.get(a, 0.0) + w * min(q / median, 1.0)
+            den[a] = den.get(a, 0.0) + w
+    return {a for a in num if num[a] / den[a] < UNRELIABLE_BELOW}

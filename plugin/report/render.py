@@ -16,6 +16,7 @@ import json
 from typing import Any
 
 from .explain import advice
+from .flags import components
 from .render_charts import annotator_svg, distribution_svg
 from .render_interactive import PAGE_CSS, control_filter, page_script
 from .model import ControlReport, Diagnostic, Report, to_jsonable
@@ -86,9 +87,12 @@ def _reliability(entry: ControlReport) -> str:
         name = entry.annotators[a].name if a in entry.annotators and entry.annotators[a].name else a
         bad = q < fit.unreliable_below
         cells.append(f"<tr><td>{html.escape(str(name))}</td><td>{q:.2f}</td><td>{'unreliable' if bad else ''}</td></tr>")
+    comp = components(entry.histogram)
+    split = (f"a chance answer lands where a sound one would with κ = {comp.kappa:.2f}, else it departs; "
+             if comp is not None else "")
     return ("<details><summary>reliability (share of sound answers) behind the flags</summary>"
-            f"<p>chance agreement c = {fit.chance:.3f}; two sound answers agree with s = {fit.same:.3f}; "
-            f"unreliable below {fit.unreliable_below:.2f} (half the median annotator).</p>"
+            f"<p>chance pairs below d*: c = {fit.chance:.3f}; sound pairs below d*: s = {fit.same:.3f}; "
+            f"{split}unreliable below {fit.unreliable_below:.2f} (half the median annotator).</p>"
             f"<table><tr><th>annotator</th><th>q</th><th></th></tr>{''.join(cells)}</table></details>")
 
 
@@ -101,21 +105,25 @@ def _flag_rule(report: Report) -> str:
     return ("<details class=rule><summary>How tasks are flagged</summary>"
             "<p>A task's σ on a control only counts its pairs below d*; with three annotators it can "
             "only be 0, ⅓, ⅔ or 1, so a fixed cut would flag every task where someone slipped once, "
-            "and more of them the more controls there are. Instead each control's tasks are read "
-            "against a model of its annotators fitted on the whole project: each annotator gives a "
-            "<i>sound</i> answer with their own reliability q, two sound answers agree with "
-            "probability s, any other pair only by chance (c).</p><ul>"
-            "<li><b>Fewer agreeing pairs than these annotators reach</b>: the probability of so few "
-            "agreeing pairs on an ordinary task with the same annotators, combined over the task's "
-            f"controls into one test, is below {_f(level)} (<code>flag_level</code>). An ordinary "
-            "task is flagged at most that often, however many controls the project has: this "
-            "catches ambiguous tasks and unusual departures.</li>"
-            "<li><b>An unreliable annotator likely departs</b>: an annotator whose reliability on a "
-            "control is under half the median is unreliable there; when the probability that their "
-            f"answer on the task is unsound, given its agreeing pairs, is at least {_f(post)} "
-            "(<code>flag_posterior</code>), the control flags the task. The same disagreement among "
-            "reliable annotators is an ordinary slip and is not flagged, nor is an unreliable "
-            f"annotator who agreed with the others.</li></ul>{legacy}"
+            "and more of them the more controls there are; and a count forgets how far apart the "
+            "answers are (careful ratings a point apart count as disagreeing). Instead each task's "
+            "<i>mean pair distance</i> is read against the control's own distances, split once "
+            "from the observed and the chance ones into how far apart two <i>sound</i> answers are "
+            "and how far a <i>departing</i> answer is from the rest; a chance answer may land where "
+            "a sound one would and then does not depart. Each annotator gives a sound answer with "
+            "their own reliability q.</p><ul>"
+            "<li><b>Answers farther apart than these annotators reach</b>: the probability of so "
+            "large a mean distance on an ordinary task with the same annotators, combined over the "
+            f"task's controls into one test, is below {_f(level)} (<code>flag_level</code>). An "
+            "ordinary task is flagged at most that often, however many controls the project has: "
+            "this catches ambiguous tasks and unusual departures.</li>"
+            "<li><b>An unreliable annotator likely departs</b>: an annotator whose reliability is "
+            "under half the median, on a control or over the project's controls together, is "
+            "unreliable; when the probability that their answer on the task departs, given its "
+            f"mean distance, is at least {_f(post)} (<code>flag_posterior</code>), the control "
+            "flags the task. The same disagreement among reliable annotators is an ordinary slip "
+            "and is not flagged, nor is an unreliable annotator who agreed with the others or whose "
+            f"random answer landed where a careful one would.</li></ul>{legacy}"
             "<p>Each flagged task says which control flags it and why.</p></details>")
 
 
