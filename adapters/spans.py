@@ -121,9 +121,18 @@ def token_table(control: Any, tokenizer: str = SPAN_TOKENIZER) -> tuple[pd.DataF
         if text is None:
             warnings.append(f"task {item!r}: no text to tokenize; its spans are left out")
             continue
+        # a crowd task repeats a few answers many times: each distinct one is mapped once (the
+        # key keeps every field a token span carries over, the snippet text included)
+        done: dict[tuple, tuple[int, tuple]] = {}
         for ann, value in zip(grp["annotator"], grp["value"]):
             spans = tuple(v for v in (value or ()) if isinstance(v, _Span))
-            n, tok = char_spans_to_tokens(text, spans, tokenizer)
+            key = tuple((s.start, s.end, s.label, s.text) for s in spans)
+            try:
+                n, tok = done[key]
+            except KeyError:
+                n, tok = done[key] = char_spans_to_tokens(text, spans, tokenizer)
+            except TypeError:  # an unhashable label: no reuse
+                n, tok = char_spans_to_tokens(text, spans, tokenizer)
             n_tokens[item] = n
             rows.append((item, ann, tok))
     return pd.DataFrame(rows, columns=["item", "annotator", "value"]), n_tokens, warnings

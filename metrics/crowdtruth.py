@@ -30,7 +30,7 @@ from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
-from .crowdtruth_sums import SMALL, AnswerPairs, Grouped, ragged, unchosen_mass
+from .crowdtruth_sums import SMALL, AnswerSums, Grouped, ragged, unchosen_mass
 from .result import Result
 from .table import long_table
 
@@ -145,7 +145,18 @@ def crowdtruth(table: pd.DataFrame, options: Sequence[Any] | None = None, *, tol
     """
     table = long_table(table, missing="keep")
     items, anns = table["item"].tolist(), table["annotator"].tolist()
-    vals = [_answers(v, i, a) for v, i, a in zip(table["value"].tolist(), items, anns)]
+    # a crowd control repeats a few answers thousands of times: each distinct plain one is read
+    # once (its answers do not depend on the row; the returned dicts are only read)
+    seen: dict[Any, dict[Any, float]] = {}
+    vals = []
+    for v, i, a in zip(table["value"].tolist(), items, anns):
+        if type(v) is str or type(v) is frozenset:
+            got = seen.get(v)
+            if got is None:
+                got = seen[v] = _answers(v, i, a)
+            vals.append(got)
+        else:
+            vals.append(_answers(v, i, a))
     if none_token is not None:
         vals = [v if v else {none_token: 1.0} for v in vals]
     nonempty = np.fromiter((len(v) > 0 for v in vals), dtype=bool, count=len(vals))
@@ -193,7 +204,7 @@ def crowdtruth(table: pd.DataFrame, options: Sequence[Any] | None = None, *, tol
     q_unit, q_ans = q_key // n_a, q_key % n_a
     n_q = q_key.size
     m_u = np.bincount(ju, minlength=n_u)
-    pairs = AnswerPairs.build(ju, jw, ch_j, ch_a, ch_c, q_key, n_u, n_w, n_a) if closed else None
+    answer_sums = AnswerSums.build(ju, jw, ch_j, ch_a, ch_c, n_u, n_w, n_a) if closed else None
 
     by_q, by_unit = Grouped(ch_q, n_q), Grouped(ju, n_u)
     q_sizes = np.bincount(q_unit, minlength=n_u)
@@ -233,8 +244,8 @@ def crowdtruth(table: pd.DataFrame, options: Sequence[Any] | None = None, *, tol
             np.maximum(np.bincount(jw, uqs[ju], minlength=n_w), SMALL)
         wqs_new = wua_new * wwa_new
         delta = max(np.abs(uqs_new - uqs).max(), np.abs(wqs_new - wqs).max())
-        if pairs is not None:
-            aqs_new = pairs.aqs(uqs, wqs)
+        if answer_sums is not None:
+            aqs_new = answer_sums.aqs(uqs, wqs)
             delta = max(delta, np.abs(aqs_new - aqs).max())
             aqs = aqs_new
         uqs, wqs, wua, wwa = uqs_new, wqs_new, wua_new, wwa_new

@@ -5,8 +5,8 @@ of judgements, and keeps its digits (used by :mod:`.crowdtruth`).
   element's "sum of the others", for non-negative x;
 * :func:`unchosen_mass` / :func:`self_free_mass` — per judgement, the unit's mass on the
   answers it did not choose (WUA's denominator);
-* :class:`AnswerPairs` — the (worker, worker, answer) terms of AQS, grouped by identical
-  answer patterns.
+* :class:`AnswerSums` — AQS through per-(unit set, worker, answer) sums, linear in the
+  workers of a unit when they share their units.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["SMALL", "Grouped", "AnswerPairs", "unchosen_mass", "self_free_mass", "ragged"]
+__all__ = ["SMALL", "Grouped", "AnswerSums", "unchosen_mass", "self_free_mass", "ragged"]
 
 SMALL = 1e-8  # CrowdTruth-core's SMALL_NUMBER_CONST
 
@@ -152,166 +152,115 @@ def _segment_prefix(values: np.ndarray, sizes: np.ndarray) -> np.ndarray:
 
 
 @dataclass
-class AnswerPairs:
-    """The (worker i, worker j, answer a) terms of AQS, grouped so that a term is computed
-    once for every set of workers it is the same for.
+class AnswerSums:
+    """AQS (docs/formulas.md §8) through sums over the workers of a *unit set*, not over
+    worker pairs.
 
-    ``P_a(i|j) = Σ_u UQS_u·c_iua·c_jua / Σ_u UQS_u·c_jua`` over the units i and j share
-    depends on i only through i's units and i's counts of ``a`` on them. Workers alike in
-    both form one *group*; a pair of groups (R, S) stands for all its worker pairs, weighted
-    ``W_R·W_S`` (minus ``Σ WQS²`` when R = S, as a worker is never paired with itself).
-    For answer ``a``: the workers who chose ``a`` are grouped by (units, counts) — the
-    *choosers* — and the others by their units alone — the *non-choosers*, who add to
-    the denominator only. With many workers on few units, this makes AQS cost the
-    distinct answer patterns rather than the worker pairs.
+    ``AQS_a = Σ_{i≠j, D_ij>0} WQS_i·WQS_j·N_ij/D_ij / Σ_{i≠j, D_ij>0} WQS_i·WQS_j`` with
+    ``N_ij = Σ_u UQS_u·c_iua·c_jua`` and ``D_ij = Σ_u UQS_u·c_jua`` over the units ``i`` and
+    ``j`` share. ``D_ij`` depends on ``i`` only through ``i``'s set of units ``T``; so for a
+    worker ``j`` and a set ``T`` (``D_Tj`` over ``T ∩ U_j``)
+
+    ``Σ_{i∈T, i≠j} WQS_i·N_ij/D_ij = Σ_{u∈T∩U_j} UQS_u·c_jua·O_Tua(j) / D_Tj``,
+    ``O_Tua(j) = Σ_{i∈T, i≠j} WQS_i·c_iua``, and the pair weights sum to
+    ``WQS_j·Σ_{i∈T, i≠j} WQS_i``.
+
+    A term is one (set containing the unit, chosen cell of ``j``): with many workers on the
+    same units (a crowd project: a few sets) AQS costs the chosen answers, linear in the
+    workers of a unit. Workers on ever different units make as many sets as workers, and
+    the terms then are the pairs of workers sharing a unit, as the definition needs.
+    "The others of ``T``" are taken with :class:`Grouped` (relative accuracy: never a
+    small difference of large sums, which would lose the tiny weights AQS's ratios
+    depend on).
+
+    Attributes
+    ----------
+    cell_w, cell_u : ndarray of int64, shape (n_cells,) — worker and unit of each chosen cell
+    cell_c : ndarray of float64, shape (n_cells,) — its count ``c_jua``
+    by_cell : Grouped — cells by (unit set of their worker, unit, answer)
+    set_of_w : ndarray of int64, shape (n_w,) — each worker's unit set
+    by_set : Grouped — workers by unit set
+    x_cell : ndarray of int64, shape (n_terms,) — per (set T containing the cell's unit, cell): the cell
+    x_own : ndarray of bool, shape (n_terms,) — T is the set of the cell's own worker
+    x_group : ndarray of int64, shape (n_terms,) — the (T, unit, answer) group of ``by_cell``, −1 if none
+    x_triple : ndarray of int64, shape (n_terms,) — the term's (T, worker j, answer)
+    t_set, t_w, t_a : ndarray of int64, shape (n_triples,) — each triple's set, worker, answer
+    n_answers : int
     """
 
-    t_pair: np.ndarray        # per (R, S, unit) term: its group pair
-    t_unit: np.ndarray
-    t_num: np.ndarray         # c_R·c_S on the unit
-    t_den: np.ndarray         # c_S on the unit
-    pair_r: np.ndarray        # per group pair: R, S, the answer
-    pair_s: np.ndarray
-    pair_a: np.ndarray
-    member_w: np.ndarray      # group members: worker, group (choosers first, then the others)
-    member_g: np.ndarray
-    n_groups: int
+    cell_w: np.ndarray
+    cell_u: np.ndarray
+    cell_c: np.ndarray
+    by_cell: Grouped
+    set_of_w: np.ndarray
+    by_set: Grouped
+    x_cell: np.ndarray
+    x_own: np.ndarray
+    x_group: np.ndarray
+    x_triple: np.ndarray
+    t_set: np.ndarray
+    t_w: np.ndarray
+    t_a: np.ndarray
     n_answers: int
 
     @classmethod
     def build(cls, ju: np.ndarray, jw: np.ndarray, ch_j: np.ndarray, ch_a: np.ndarray, ch_c: np.ndarray,
-              q_key: np.ndarray, n_u: int, n_w: int, n_a: int) -> "AnswerPairs":
+              n_u: int, n_w: int, n_a: int) -> "AnswerSums":
+        """From the judgements (unit ``ju``, worker ``jw``, shape (n_j,) each) and the chosen
+        cells (judgement ``ch_j``, answer ``ch_a``, count ``ch_c``, shape (n_cells,) each)."""
         # each worker's set of units
         by_w = np.lexsort((ju, jw))
         w_sorted, u_sorted = jw[by_w], ju[by_w]
         bounds = np.flatnonzero(np.diff(w_sorted)) + 1
-        unit_lists = np.split(u_sorted, bounds)
         set_index: dict[bytes, int] = {}
-        unitset_of_w = np.empty(n_w, dtype=np.int64)
+        set_of_w = np.full(n_w, -1, dtype=np.int64)    # −1: a worker without judgements
         set_units: list[np.ndarray] = []
-        for w, units in zip(w_sorted[np.concatenate(([0], bounds))].tolist(), unit_lists):
+        for w, units in zip(w_sorted[np.concatenate(([0], bounds))].tolist(), np.split(u_sorted, bounds)):
             k = set_index.setdefault(units.tobytes(), len(set_index))
             if k == len(set_units):
                 set_units.append(units)
-            unitset_of_w[w] = k
+            set_of_w[w] = k
         n_sets = len(set_units)
-        set_size = np.bincount(unitset_of_w, minlength=n_sets)
+        set_of_w[set_of_w < 0] = n_sets                # an extra set of no units: in no pair
+        # the sets containing each unit
+        set_of_entry = np.repeat(np.arange(n_sets, dtype=np.int64), [u.size for u in set_units])
+        unit_of_entry = np.concatenate(set_units) if set_units else np.zeros(0, dtype=np.int64)
+        sets_by_unit = set_of_entry[np.argsort(unit_of_entry, kind="stable")]
+        sets_on_unit = np.bincount(unit_of_entry, minlength=n_u)
+        sou_start = np.cumsum(sets_on_unit) - sets_on_unit
 
-        # chooser groups: (answer, units, counts of the answer per unit)
-        ch_w, ch_u = jw[ch_j], ju[ch_j]
-        by_aw = np.lexsort((ch_u, ch_w, ch_a))
-        a_s, w_s, u_s, c_s = ch_a[by_aw], ch_w[by_aw], ch_u[by_aw], ch_c[by_aw]
-        cut = np.flatnonzero((np.diff(a_s) != 0) | (np.diff(w_s) != 0)) + 1
-        starts = np.concatenate(([0], cut))
-        ends = np.concatenate((cut, [a_s.size]))
-        group_index: dict[tuple, int] = {}
-        member_g = np.empty(starts.size, dtype=np.int64)
-        g_answer: list[int] = []
-        g_set: list[int] = []
-        g_cells: list[tuple[np.ndarray, np.ndarray]] = []
-        for m, (s, e) in enumerate(zip(starts.tolist(), ends.tolist())):
-            a, w = int(a_s[s]), int(w_s[s])
-            key = (a, int(unitset_of_w[w]), u_s[s:e].tobytes(), c_s[s:e].tobytes())
-            g = group_index.setdefault(key, len(group_index))
-            if g == len(g_answer):
-                g_answer.append(a)
-                g_set.append(int(unitset_of_w[w]))
-                g_cells.append((u_s[s:e], c_s[s:e]))
-            member_g[m] = g
-        member_w = w_s[starts]
-        n_g = len(g_answer)
-        g_answer_a, g_set_a = np.asarray(g_answer, dtype=np.int64), np.asarray(g_set, dtype=np.int64)
-        g_members = np.bincount(member_g, minlength=n_g)
-
-        # (answer, unit) pairs where someone chose the answer: only there can a term be non-zero
-        q_unit, q_ans = q_key // n_a, q_key % n_a
-        # units -> the sets of units containing them
-        set_of_cell = np.repeat(np.arange(n_sets), [u.size for u in set_units])
-        unit_of_cell = np.concatenate(set_units)
-        by_unit = np.argsort(unit_of_cell, kind="stable")
-        sets_on_unit = np.bincount(unit_of_cell, minlength=n_u)
-        sou_start = np.concatenate(([0], np.cumsum(sets_on_unit)[:-1]))
-        sets_sorted = set_of_cell[by_unit]
-        # non-chooser groups: (answer, set of units) with a worker who did not choose the answer
-        qi, qk = ragged(sets_on_unit[q_unit])
-        cand_a, cand_set, cand_u = q_ans[qi], sets_sorted[sou_start[q_unit[qi]] + qk], q_unit[qi]
-        as_key = cand_a * n_sets + cand_set
-        g_key = g_answer_a * n_sets + g_set_a
-        uniq_keys = np.unique(np.concatenate([as_key, g_key]))
-        chooser_count = np.bincount(np.searchsorted(uniq_keys, g_key), g_members, minlength=uniq_keys.size)
-        rest_n = set_size[uniq_keys % n_sets] - chooser_count
-        has_rest = rest_n > 0
-        rest_id = np.full(uniq_keys.size, -1, dtype=np.int64)
-        rest_id[has_rest] = n_g + np.arange(int(has_rest.sum()))
-        rest_unitset, rest_answer = (uniq_keys % n_sets)[has_rest], (uniq_keys // n_sets)[has_rest]
-        # the non-choosers' members, listed (not a set's weight minus the choosers': a small
-        # difference of large sums loses the tiny weights AQS's ratios depend on)
-        w_by_set = np.argsort(unitset_of_w, kind="stable")
-        set_start = np.concatenate(([0], np.cumsum(set_size)[:-1]))
-        ri, rk = ragged(set_size[rest_unitset])
-        rest_w = w_by_set[set_start[rest_unitset[ri]] + rk]
-        not_chooser = ~np.isin(rest_w * n_a + rest_answer[ri], member_w * n_a + g_answer_a[member_g])
-        member_w = np.concatenate([member_w, rest_w[not_chooser]])
-        member_g = np.concatenate([member_g, n_g + ri[not_chooser]])
-
-        # R side: every group present on a unit where its answer was chosen, with its count there
-        # every (group, unit of its set); its count there from the group's cells (0 elsewhere)
-        units_per_set = np.asarray([u.size for u in set_units], dtype=np.int64)
-        set_start = np.concatenate(([0], np.cumsum(units_per_set)[:-1]))
-        gi, gk = ragged(units_per_set[g_set_a])
-        g_units = np.concatenate(set_units)[set_start[g_set_a[gi]] + gk]
-        cell_g = np.repeat(np.arange(n_g), [cu.size for cu, _ in g_cells])
-        cell_u = np.concatenate([cu for cu, _ in g_cells]) if n_g else np.zeros(0, dtype=np.int64)
-        cell_c = np.concatenate([cc for _, cc in g_cells]) if n_g else np.zeros(0)
-        cell_key = cell_g * n_u + cell_u
-        key_order = np.argsort(cell_key, kind="stable")
-        want = gi * n_u + g_units
-        pos = np.clip(np.searchsorted(cell_key[key_order], want), 0, max(cell_key.size - 1, 0))
-        hit = cell_key[key_order][pos] == want if cell_key.size else np.zeros(want.size, dtype=bool)
-        r_g = [gi.astype(np.int64)]
-        r_u = [g_units]
-        r_c = [np.where(hit, cell_c[key_order][pos] if cell_key.size else 0.0, 0.0)]
-        cand_rest = rest_id[np.searchsorted(uniq_keys, as_key)]
-        keep = cand_rest >= 0
-        r_g.append(cand_rest[keep])
-        r_u.append(cand_u[keep])
-        r_c.append(np.zeros(int(keep.sum())))
-        rg, ru, rc = np.concatenate(r_g), np.concatenate(r_u), np.concatenate(r_c)
-        ra = np.where(rg < n_g, g_answer_a[np.minimum(rg, max(n_g - 1, 0))], 0)
-        ra[rg >= n_g] = cand_a[keep]
-        r_key = ra * n_u + ru
-        live = np.isin(r_key, q_ans * n_u + q_unit)
-        rg, rc, r_key = rg[live], rc[live], r_key[live]
-        by_key = np.argsort(r_key, kind="stable")
-        rg, rc, r_key = rg[by_key], rc[by_key], r_key[by_key]
-
-        # S side: the chooser groups' cells, each joined with every R group on its (answer, unit)
-        s_g = np.concatenate([np.full(cu.size, g, dtype=np.int64) for g, (cu, _) in enumerate(g_cells)])
-        s_u = np.concatenate([cu for cu, _ in g_cells])
-        s_c = np.concatenate([cc for _, cc in g_cells])
-        s_key = g_answer_a[s_g] * n_u + s_u
-        lo = np.searchsorted(r_key, s_key, side="left")
-        hi = np.searchsorted(r_key, s_key, side="right")
-        ti, tk = ragged(hi - lo)
-        t_r, t_s = rg[lo[ti] + tk], s_g[ti]
-        pair_key, t_pair = np.unique(t_r * (n_g + rest_unitset.size) + t_s, return_inverse=True)
-        pair_r, pair_s = pair_key // (n_g + rest_unitset.size), pair_key % (n_g + rest_unitset.size)
-        return cls(t_pair=t_pair, t_unit=s_u[ti], t_num=rc[lo[ti] + tk] * s_c[ti], t_den=s_c[ti],
-                   pair_r=pair_r, pair_s=pair_s, pair_a=g_answer_a[pair_s], member_w=member_w,
-                   member_g=member_g, n_groups=n_g + rest_unitset.size, n_answers=n_a)
+        cell_w, cell_u = jw[ch_j], ju[ch_j]
+        cell_t = set_of_w[cell_w]
+        # groups (T, unit, answer) of the chosen cells: O_Tua sums over one of them
+        g_key, g_of_cell = np.unique((cell_t * n_u + cell_u) * n_a + ch_a, return_inverse=True)
+        g_of_cell = g_of_cell.ravel()
+        # terms: every chosen cell with every set containing its unit
+        xi, xk = ragged(sets_on_unit[cell_u])
+        x_t = sets_by_unit[sou_start[cell_u[xi]] + xk]
+        want = (x_t * n_u + cell_u[xi]) * n_a + ch_a[xi]
+        pos = np.minimum(np.searchsorted(g_key, want), max(g_key.size - 1, 0))
+        x_group = np.where(g_key[pos] == want, pos, -1) if g_key.size else np.full(want.size, -1)
+        t_key, x_triple = np.unique((x_t * n_w + cell_w[xi]) * n_a + ch_a[xi], return_inverse=True)
+        return cls(cell_w=cell_w, cell_u=cell_u, cell_c=np.asarray(ch_c, dtype=np.float64),
+                   by_cell=Grouped(g_of_cell, g_key.size), set_of_w=set_of_w, by_set=Grouped(set_of_w, n_sets + 1),
+                   x_cell=xi, x_own=x_t == cell_t[xi], x_group=x_group, x_triple=x_triple.ravel(),
+                   t_set=t_key // (n_w * n_a), t_w=(t_key // n_a) % n_w, t_a=t_key % n_a, n_answers=n_a)
 
     def aqs(self, uqs: np.ndarray, wqs: np.ndarray) -> np.ndarray:
-        """AQS per answer from the previous iteration's UQS and WQS (docs/formulas.md §8)."""
-        w_m = wqs[self.member_w]
-        w_all = np.bincount(self.member_g, w_m, minlength=self.n_groups)
-        w2_all = np.bincount(self.member_g, w_m * w_m, minlength=self.n_groups)
-        n_pairs = self.pair_r.size
-        num = np.bincount(self.t_pair, uqs[self.t_unit] * self.t_num, minlength=n_pairs)
-        den = np.bincount(self.t_pair, uqs[self.t_unit] * self.t_den, minlength=n_pairs)
-        ok = den > 0
-        pw = w_all[self.pair_r] * w_all[self.pair_s] - np.where(self.pair_r == self.pair_s,
-                                                                 w2_all[self.pair_s], 0.0)
-        pw, a = pw[ok], self.pair_a[ok]
-        an = np.bincount(a, pw * num[ok] / den[ok], minlength=self.n_answers)
-        ad = np.bincount(a, pw, minlength=self.n_answers)
+        """AQS per answer from the previous iteration's UQS and WQS, shape (n_answers,)
+        (docs/formulas.md §8; CrowdTruth-core's 1e-8 floors)."""
+        x = wqs[self.cell_w] * self.cell_c                      # WQS_i·c_iua per chosen cell
+        g_total, _, others = self.by_cell.sums(x)
+        has = self.x_group >= 0
+        o = np.where(self.x_own, others[self.x_cell], np.where(has, g_total[np.where(has, self.x_group, 0)], 0.0))
+        qc = (uqs[self.cell_u] * self.cell_c)[self.x_cell]      # UQS_u·c_jua per term
+        n_t = self.t_set.size
+        num = np.bincount(self.x_triple, qc * o, minlength=n_t)
+        den = np.bincount(self.x_triple, qc, minlength=n_t)
+        w_total, _, w_others = self.by_set.sums(wqs)
+        weight = np.where(self.t_set == self.set_of_w[self.t_w], w_others[self.t_w], w_total[self.t_set])
+        ok = den > 0                                            # D_Tj > 0: the pairs that count
+        w_j = wqs[self.t_w[ok]]
+        an = np.bincount(self.t_a[ok], w_j * num[ok] / den[ok], minlength=self.n_answers)
+        ad = np.bincount(self.t_a[ok], w_j * weight[ok], minlength=self.n_answers)
         return np.maximum(np.where(ad > SMALL, an / np.where(ad > SMALL, ad, 1.0), SMALL), SMALL)

@@ -24,18 +24,19 @@ each pair once (``unmatched`` = regions without a match on either side).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from dataclasses import dataclass, field
+from typing import Any, Callable, ClassVar, Literal
 
 import numpy as np
 import pandas as pd
 from scipy.optimize import linear_sum_assignment
 
 from .distances._ragged import cross_layout
+from .distances.base import value_keys
 from .distances.multi_object import flatten_regions
 from .model import Box, Polygon, Span
 from .result import Result, finite_or_none
-from .table import code_table, observed_pairs
+from .table import CodedTable, code_table, observed_pairs
 
 __all__ = ["ErrorTypesResult", "error_types", "CATEGORIES", "RegionKind"]
 
@@ -45,6 +46,8 @@ CATEGORIES = ("localization", "label", "both", "missed", "extra")
 _TYPES = {"boxes": Box, "polygons": Polygon, "spans": Span}
 # a tiny bonus for the same label: among equally overlapping regions, the same label matches
 _SAME_LABEL_TIE = 1e-9
+# pool pairs by (item, value pair) only when pairs outnumber values this many times (as metrics/cells.py)
+_POOL_MIN_PAIRS_PER_VALUE = 8
 
 
 @dataclass(frozen=True)
@@ -54,8 +57,9 @@ class ErrorTypesResult(Result):
     Attributes
     ----------
     pairs : DataFrame, one row per (item, annotator pair), shape (n_pairs, 9)
-        ``item``, ``annotator_a``, ``annotator_b``, ``agreed``, ``localization``, ``label``,
-        ``both``, ``unmatched_a`` (regions of a without a match), ``unmatched_b``.
+        Property: ``item``, ``annotator_a``, ``annotator_b``, ``agreed``, ``localization``,
+        ``label``, ``both``, ``unmatched_a`` (regions of a without a match), ``unmatched_b``.
+        Listed pair by pair only when read (a crowd item has ``m(m−1)/2`` of them).
     annotators : DataFrame, index annotator
         ``agreed``, ``localization``, ``label``, ``both``, ``missed``, ``extra`` (counts over
         their pairs), ``disagreement`` (their sum but ``agreed``), ``share_<category>`` for
@@ -69,11 +73,17 @@ class ErrorTypesResult(Result):
 
     ESTIMATE: ClassVar[str | None] = None
 
-    pairs: pd.DataFrame
     annotators: pd.DataFrame
     overall: dict[str, float]
     kind: str
     threshold: float
+    # builds the per-pair table on demand: millions of rows for one crowd item
+    _pairs_of: Callable[[], pd.DataFrame] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def pairs(self) -> pd.DataFrame:
+        """Every (item, annotator pair) with its counts, shape (n_pairs, 9) (see the class docstring)."""
+        return self._pairs_of()
 
     def to_dict(self) -> dict[str, Any]:
         """Strict-JSON dict: ``overall``, ``annotators: {id: {column: value}}``, kind, threshold."""
@@ -129,7 +139,29 @@ def error_types(table: pd.DataFrame, *, kind: RegionKind | None = None,
                   if isinstance(v, (tuple, list)) else v for v in values]
     packed = flatten_regions(values, _TYPES[kind], f"error_types ({kind})")
     iou = _iou_function(kind, packed)
+    pooled = _value_groups(ct, values)
+    if pooled is not None:
+        return _pooled_result(ct, packed, iou, float(threshold), kind, pooled)
     i, j = observed_pairs(ct)
+    counts, un_a, un_b = _pair_counts(packed, iou, float(threshold), i, j)
+    annotators = _per_annotator(ct.annotator[i], ct.annotator[j], counts, un_a, un_b, ct.annotator_labels)
+    total = counts.sum(axis=0)
+    return ErrorTypesResult(annotators=annotators, overall=_overall(total, int(un_a.sum() + un_b.sum())),
+                            kind=kind, threshold=float(threshold),
+                            _pairs_of=lambda: _pair_frame(ct, i, j, counts, un_a, un_b))
+
+
+def _pair_counts(packed: Any, iou: Callable[[np.ndarray, np.ndarray], np.ndarray], threshold: float,
+                 i: np.ndarray, j: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Match the regions of the value pairs ``(i[k], j[k])`` (value rows, shape (n,) each).
+
+    Returns
+    -------
+    counts : ndarray of int64, shape (n, 4)
+        Matched region pairs per category: agreed, localization, label, both.
+    un_a, un_b : ndarray of int64, shape (n,)
+        Regions of ``i[k]`` / ``j[k]`` without a match.
+    """
     na, nb = packed.counts[i], packed.counts[j]
     counts = np.zeros((i.size, 4), dtype=np.int64)    # agreed, localization, label, both
     matched = np.zeros(i.size, dtype=np.int64)
@@ -145,22 +177,155 @@ def error_types(table: pd.DataFrame, *, kind: RegionKind | None = None,
         row = both_sides[lay.pair[chosen]]
         np.add.at(counts, (row, cat), 1)
         matched = counts.sum(axis=1)
-    un_a, un_b = na - matched, nb - matched
-    pairs = pd.DataFrame({
-        "item": ct.item_labels[ct.item[i]], "annotator_a": ct.annotator_labels[ct.annotator[i]],
-        "annotator_b": ct.annotator_labels[ct.annotator[j]], "agreed": counts[:, 0],
-        "localization": counts[:, 1], "label": counts[:, 2], "both": counts[:, 3],
-        "unmatched_a": un_a, "unmatched_b": un_b})
-    annotators = _per_annotator(ct.annotator[i], ct.annotator[j], counts, un_a, un_b, ct.annotator_labels)
-    total = counts.sum(axis=0)
+    return counts, na - matched, nb - matched
+
+
+def _overall(total: np.ndarray, unmatched: int) -> dict[str, float]:
+    """The control's counts from the category totals, shape (4,), and the unmatched regions."""
     overall: dict[str, float] = {"agreed": int(total[0]), "localization": int(total[1]), "label": int(total[2]),
-                                 "both": int(total[3]), "unmatched": int(un_a.sum() + un_b.sum())}
+                                 "both": int(total[3]), "unmatched": int(unmatched)}
     dis = overall["localization"] + overall["label"] + overall["both"] + overall["unmatched"]
     overall["disagreement"] = int(dis)
     for c in ("localization", "label", "both", "unmatched"):
         overall[f"share_{c}"] = overall[c] / dis if dis else float("nan")
-    return ErrorTypesResult(pairs=pairs, annotators=annotators, overall=overall, kind=kind,
-                            threshold=float(threshold))
+    return overall
+
+
+def _pair_frame(ct: CodedTable, i: np.ndarray, j: np.ndarray, counts: np.ndarray, un_a: np.ndarray,
+                un_b: np.ndarray) -> pd.DataFrame:
+    """The per-pair table of :attr:`ErrorTypesResult.pairs` (pairs ``(i, j)``, shape (n_pairs,) each)."""
+    return pd.DataFrame({
+        "item": ct.item_labels[ct.item[i]], "annotator_a": ct.annotator_labels[ct.annotator[i]],
+        "annotator_b": ct.annotator_labels[ct.annotator[j]], "agreed": counts[:, 0],
+        "localization": counts[:, 1], "label": counts[:, 2], "both": counts[:, 3],
+        "unmatched_a": un_a, "unmatched_b": un_b})
+
+
+@dataclass
+class _Groups:
+    """Value rows grouped by (item, equal value), for the pooled form.
+
+    Attributes
+    ----------
+    group : ndarray of int64, shape (n_values,) — global group of each row
+    rep : ndarray of int64, shape (n_groups,) — one row of each group
+    count : ndarray of int64, shape (n_groups,) — rows per group
+    start : ndarray of int64, shape (n_groups,) — where the group's rows begin in ``rows``
+    rows : ndarray of int64, shape (n_values,) — rows ordered by group, then row
+    item_first, n_groups : ndarray of int64, shape (n_items,) — each item's groups are
+        ``item_first[u] : item_first[u] + n_groups[u]``
+    """
+
+    group: np.ndarray
+    rep: np.ndarray
+    count: np.ndarray
+    start: np.ndarray
+    rows: np.ndarray
+    item_first: np.ndarray
+    n_groups: np.ndarray
+
+
+def _value_groups(ct: CodedTable, values: list) -> _Groups | None:
+    """Rows grouped by (item, equal value) when that pays: the ordered pairs of groups and the
+    (row, group of its item) sides must be far fewer than the pairs of rows (a crowd item:
+    many annotators, few distinct answers). None otherwise.
+
+    Equal values (``==`` of their regions: geometry and label, a span's text aside) match
+    alike, so a pair's counts depend only on the two groups."""
+    sizes = ct.item_size
+    n_pairs = int(np.sum(sizes * (sizes - 1) // 2))
+    if n_pairs < _POOL_MIN_PAIRS_PER_VALUE * ct.n_values:
+        return None
+    keys = value_keys(values)
+    n_keys = int(keys.max()) + 1 if keys.size else 1
+    code = ct.item * n_keys + keys                 # rows are sorted by item already
+    rows = np.argsort(code, kind="stable")         # by (item, value), then row
+    sc = code[rows]
+    first = np.ones(sc.size, dtype=bool)
+    first[1:] = sc[1:] != sc[:-1]
+    start = np.flatnonzero(first)
+    count = np.diff(np.append(start, sc.size))
+    group_item = sc[start] // n_keys
+    n_groups = np.bincount(group_item, minlength=ct.n_items)
+    cells = int(np.sum(n_groups * n_groups))       # ordered (group, group) pairs
+    sides = int(np.sum(sizes * n_groups))          # (row, group of its item)
+    if 4 * (cells + sides) > n_pairs:
+        return None
+    group = np.empty(ct.n_values, dtype=np.int64)
+    group[rows] = np.repeat(np.arange(start.size), count)
+    return _Groups(group=group, rep=rows[start], count=count, start=start, rows=rows,
+                   item_first=np.cumsum(n_groups) - n_groups, n_groups=n_groups)
+
+
+def _pooled_result(ct: CodedTable, packed: Any, iou: Callable[[np.ndarray, np.ndarray], np.ndarray],
+                   threshold: float, kind: str, g: _Groups) -> ErrorTypesResult:
+    """:func:`error_types` in a form linear in the annotators of an item.
+
+    The pairs of an item are ``(r, s)``, ``r < s`` in row order (as :func:`observed_pairs`
+    lists them), and a pair's counts are ``f(G(r), G(s))`` for the groups of equal values:
+    matching is evaluated once per *ordered* pair of groups of an item (``f(x, y)`` and
+    ``f(y, x)`` both, so ties in the assignment resolve as the pairwise form resolves them).
+    Row ``r``'s pairs are then, per group ``h`` of its item, ``after(r, h)`` pairs where it is
+    the first side, at ``f(G(r), h)``, and ``before(r, h)`` where it is the second, at
+    ``f(h, G(r))`` — ``before(r, h)`` = rows of ``h`` preceding ``r`` and
+    ``after(r, h) = |h| − before(r, h) − [h = G(r)]``. Annotator sums and the control's
+    totals (each pair once: the first side's terms) are sums over these (row, group) sides.
+    """
+    # every ordered pair (x, y) of groups of an item, laid out as cell_start[u] + lx * k + ly
+    k_of = g.n_groups
+    cell_start = np.cumsum(k_of * k_of) - k_of * k_of
+    gx = np.empty(int(np.sum(k_of * k_of)), dtype=np.int64)
+    gy = np.empty_like(gx)
+    for k in np.unique(k_of[k_of > 0]):
+        items = np.flatnonzero(k_of == k)
+        lx, ly = np.divmod(np.arange(int(k) * int(k)), int(k))
+        pos = (cell_start[items][:, None] + np.arange(lx.size)[None, :]).ravel()
+        gx[pos] = (g.item_first[items][:, None] + lx[None, :]).ravel()
+        gy[pos] = (g.item_first[items][:, None] + ly[None, :]).ravel()
+    counts, un_a, un_b = _pair_counts(packed, iou, threshold, g.rep[gx], g.rep[gy])
+
+    # sides: every row r with every group h of its item
+    item_r = ct.item
+    per_row = k_of[item_r]
+    r = np.repeat(np.arange(ct.n_values, dtype=np.int64), per_row)
+    lh = np.arange(r.size, dtype=np.int64) - np.repeat(np.cumsum(per_row) - per_row, per_row)
+    u = item_r[r]
+    h = g.item_first[u] + lh
+    mine = g.group[r]
+    # rows of h before r: a search in h's rows (ordered by group, then row)
+    n = ct.n_values
+    ordered_key = np.repeat(np.arange(g.count.size, dtype=np.int64), g.count) * n + g.rows
+    before = np.searchsorted(ordered_key, h * n + r) - g.start[h]
+    after = g.count[h] - before - (h == mine)
+    lm = mine - g.item_first[u]
+    as_a = cell_start[u] + lm * k_of[u] + lh      # f(G(r), h): r is the first of the pair
+    as_b = cell_start[u] + lh * k_of[u] + lm      # f(h, G(r)): r is the second
+
+    ann = ct.annotator[r]
+    n_ann = ct.annotator_labels.size
+
+    def per_annotator(w_a: np.ndarray, w_b: np.ndarray) -> np.ndarray:
+        # Σ over sides of after·(term as first side) + before·(term as second side), exact in float64
+        return np.bincount(ann, weights=after * w_a[as_a] + before * w_b[as_b], minlength=n_ann)
+
+    out = pd.DataFrame(index=pd.Index(ct.annotator_labels, name="annotator"))
+    for c, name in enumerate(("agreed", "localization", "label", "both")):
+        out[name] = per_annotator(counts[:, c], counts[:, c]).astype(np.int64)
+    out["missed"] = per_annotator(un_b, un_a).astype(np.int64)
+    out["extra"] = per_annotator(un_a, un_b).astype(np.int64)
+    _shares(out)
+    out["n_pairs"] = np.bincount(ct.annotator, weights=ct.item_size[ct.item] - 1, minlength=n_ann).astype(np.int64)
+    total = np.array([int(np.dot(after, counts[as_a, c])) for c in range(4)], dtype=np.int64)
+    unmatched = int(np.dot(after, un_a[as_a] + un_b[as_a]))
+
+    def pairs_of() -> pd.DataFrame:
+        i, j = observed_pairs(ct)
+        cell = cell_start[ct.item[i]] + (g.group[i] - g.item_first[ct.item[i]]) * k_of[ct.item[i]] + (
+            g.group[j] - g.item_first[ct.item[i]])
+        return _pair_frame(ct, i, j, counts[cell], un_a[cell], un_b[cell])
+
+    return ErrorTypesResult(annotators=out, overall=_overall(total, unmatched), kind=kind, threshold=threshold,
+                            _pairs_of=pairs_of)
 
 
 def _iou_function(kind: str, packed: Any) -> Any:
@@ -223,10 +388,15 @@ def _per_annotator(ann_a: np.ndarray, ann_b: np.ndarray, counts: np.ndarray, un_
         out[name] = side_sum(counts[:, c], counts[:, c]).astype(np.int64)
     out["missed"] = side_sum(un_b, un_a).astype(np.int64)
     out["extra"] = side_sum(un_a, un_b).astype(np.int64)
+    _shares(out)
+    out["n_pairs"] = (np.bincount(ann_a, minlength=k) + np.bincount(ann_b, minlength=k)).astype(np.int64)
+    return out
+
+
+def _shares(out: pd.DataFrame) -> None:
+    """Add ``disagreement`` and ``share_<category>`` to a per-annotator count table (in place)."""
     dis = out[list(CATEGORIES)].sum(axis=1).to_numpy()
     out["disagreement"] = dis
     with np.errstate(invalid="ignore", divide="ignore"):
         for c in CATEGORIES:
             out[f"share_{c}"] = np.where(dis > 0, out[c].to_numpy() / np.maximum(dis, 1), np.nan)
-    out["n_pairs"] = (np.bincount(ann_a, minlength=k) + np.bincount(ann_b, minlength=k)).astype(np.int64)
-    return out

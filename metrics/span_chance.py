@@ -47,7 +47,6 @@ from functools import lru_cache
 from typing import Sequence
 
 import numpy as np
-from scipy.signal import fftconvolve
 from scipy.special import gammaln
 
 __all__ = [
@@ -142,6 +141,9 @@ def _coverage_nonoverlapping_cached(n: int, lengths: tuple[int, ...]) -> np.ndar
         for pj, wj in zip(p, w):
             unc += np.convolve(pj, wj)
     else:
+        # imported here: scipy.signal costs every report's start-up ~0.1 s, and only long texts get here
+        from scipy.signal import fftconvolve
+
         unc = fftconvolve(p, w, axes=1).sum(axis=0)
     cov = 1.0 - unc
     np.clip(cov, 0.0, 1.0, out=cov)

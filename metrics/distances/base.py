@@ -156,11 +156,16 @@ def _value_keys(values: Sequence[Any]) -> np.ndarray:
     keys = np.empty(len(values), dtype=np.int64)
     for n, v in enumerate(values):
         try:
-            keys[n] = seen.setdefault(_freeze(v), len(seen))
+            # the common value types are their own key (what _freeze returns for them), without its checks
+            keys[n] = seen.setdefault(v if type(v) in _OWN_KEY else _freeze(v), len(seen))
         except TypeError:
             keys[n] = len(seen)
             seen[("__unhashable__", n)] = keys[n]
     return keys
+
+
+# value types that _freeze returns unchanged (after hashing them, as a dict key does)
+_OWN_KEY = frozenset({str, int, float, tuple, frozenset, bytes})
 
 
 def _freeze(v: Any) -> Hashable:

@@ -23,8 +23,72 @@ to_jsonable = strict_json
 
 
 def dumps(obj: Any, **kw: Any) -> str:
-    """Strict JSON text (``allow_nan=False``: a NaN that slipped through is a bug, not output)."""
-    return json.dumps(to_jsonable(obj), allow_nan=False, **kw)
+    """Strict JSON text (``allow_nan=False``: a NaN that slipped through is a bug, not output).
+
+    ``json.dumps(..., indent=n)`` text, byte for byte; an integer ``indent`` alone (the
+    report command's form) goes through :func:`indented`, several times faster on a crowd
+    report (megabytes of per-annotator numbers)."""
+    plain = to_jsonable(obj)
+    indent = kw.get("indent")
+    if set(kw) == {"indent"} and type(indent) is int and indent >= 0:
+        return indented(plain, indent)
+    return json.dumps(plain, allow_nan=False, **kw)
+
+
+def indented(plain: Any, indent: int) -> str:
+    """``json.dumps(plain, allow_nan=False, indent=indent)`` for an int ``indent`` ≥ 0.
+
+    The standard library indents in Python, value by value; without ``indent`` its C
+    encoder writes the same tokens with the same separators (``","`` and ``": "``). So the
+    compact text is written by C and the line breaks are added after it, with numpy:
+    outside strings, a break follows every ``,`` and opening bracket and precedes every
+    closing one (not inside an empty ``[]``/``{}``), indented by the nesting depth.
+    """
+    import numpy as np
+
+    text = json.dumps(plain, allow_nan=False, separators=(",", ": "))
+    raw = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)   # the structural bytes are ASCII
+    where = np.flatnonzero(_SPECIAL[raw])                        # quotes, backslashes, brackets, commas
+    ch = raw[where]
+    quote = ch == 0x22
+    if (ch == 0x5C).any():
+        # a quote after an odd run of backslashes is inside its string (rare: looked at one by one)
+        for k in np.flatnonzero(quote & (raw[np.maximum(where - 1, 0)] == 0x5C) & (where > 0)).tolist():
+            p = int(where[k]) - 1
+            while p >= 0 and raw[p] == 0x5C:
+                p -= 1
+            if (int(where[k]) - 1 - p) % 2:
+                quote[k] = False
+    outside = np.cumsum(quote, dtype=np.int64) % 2 == 0          # a structural byte is never a quote
+    keep = outside & ~quote & (ch != 0x5C)
+    pos, ch = where[keep], ch[keep]                              # the structural bytes: [ ] { } ,
+    opening = (ch == 0x5B) | (ch == 0x7B)
+    closing = (ch == 0x5D) | (ch == 0x7D)
+    depth = np.cumsum(opening.astype(np.int64) - closing)       # depth after each
+    empty = np.zeros(pos.size, dtype=bool)                       # the "[" of "[]", the "]" of "[]"
+    pair = opening[:-1] & closing[1:] & (pos[1:] == pos[:-1] + 1)
+    empty[:-1] |= pair
+    empty[1:] |= pair
+    # a break after "," and non-empty openings (after the byte), before non-empty closings
+    brk = ~empty
+    after = pos[brk] - closing[brk]                              # the byte the break follows
+    length = 1 + indent * depth[brk]                             # "\n" and the indent
+    shift = np.cumsum(length) - length
+    nl = after + 1 + shift                                       # where each "\n" lands
+    total = raw.size + int(length.sum())
+    mark = np.zeros(total + 1, dtype=np.int8)                    # +1 where an insert starts, −1 after it
+    mark[nl] = 1
+    mark[nl + length] = -1
+    inserted = np.cumsum(mark[:-1], dtype=np.int8).view(bool)
+    out = np.full(total, 0x20, dtype=np.uint8)
+    out[~inserted] = raw
+    out[nl] = 0x0A
+    return out.tobytes().decode("utf-8")
+
+
+# the bytes `indented` looks at: " \\ [ ] { } ,
+_SPECIAL = __import__("numpy").zeros(256, dtype=bool)
+_SPECIAL[[0x22, 0x5C, 0x5B, 0x5D, 0x7B, 0x7D, 0x2C]] = True
 
 
 T = TypeVar("T")
