@@ -24,7 +24,6 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TextIO
 
 from ..jobs import Job

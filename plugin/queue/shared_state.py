@@ -1,6 +1,6 @@
 """A served project's live state in Redis, so that any worker can take its next job.
 
-The live runner (plugin/live/runner.py) keeps per project a mirror of the tasks, a
+The live runner (plugin/live/project.py) keeps per project a mirror of the tasks, a
 baseline, and what each task carries from us. In one process they live in memory. Past one
 machine, the worker that runs a project's next job may not be the one that ran the last,
 so the state lives in Redis (keys ``lsa:proj:<p>:*``):
@@ -33,7 +33,7 @@ from ..jobs import StoredEvent
 
 if TYPE_CHECKING:
     from ..live.baseline import ProjectBaseline
-    from ..live.runner import LiveOutcome, LiveProject
+    from ..live.project import LiveOutcome, LiveProject
 
 __all__ = ["SharedProjects"]
 
@@ -41,7 +41,7 @@ P = "lsa:proj:"
 
 
 class SharedProjects:
-    """Save and restore :class:`~ls_agreement.plugin.live.runner.LiveProject` state.
+    """Save and restore :class:`~ls_agreement.plugin.live.project.LiveProject` state.
 
     Parameters
     ----------

@@ -20,7 +20,7 @@ import pytest
 
 from ls_agreement.plugin.client import Connection
 from ls_agreement.plugin.jobs import DONE, RUNNING
-from ls_agreement.plugin.live.runner import LiveProject
+from ls_agreement.plugin.live.project import LiveProject
 from ls_agreement.plugin.local_redis import LocalRedis
 from ls_agreement.plugin.queue.redis_queue import RedisQueue
 from ls_agreement.plugin.queue.shared_state import SharedProjects
