@@ -187,6 +187,8 @@ class JobQueue:
         self.max_attempts, self.backoff, self.max_backoff = max_attempts, backoff, max_backoff
         self._lock = threading.RLock()
         self._wake = threading.Condition(self._lock)
+        self._batch_lock = threading.Lock()
+        self._batch: list[_Enqueue] = []
         try:
             # One connection shared by the HTTP threads and the worker, serialised by a
             # lock; other processes (``connect``) are kept consistent by SQLite's own locks.
@@ -234,33 +236,57 @@ class JobQueue:
             The pending job (new, or the existing one with ``events`` incremented). It is
             committed to disk when this returns.
         """
-        pid = int(project_id)
-        now = time.time()
         if isinstance(payload, bytes):
             payload = payload.decode("utf-8", errors="replace")
-        with self._tx():
-            if action is not None:
-                self.db.execute("INSERT INTO events (project_id, action, payload, received_at) "
-                                "VALUES (?, ?, ?, ?)", (pid, action, payload, now))
-            row = self.db.execute(
-                "SELECT id FROM jobs WHERE project_id = ? AND status = ? ORDER BY id LIMIT 1",
-                (pid, PENDING)).fetchone()
-            if row is not None:
-                # An event is a reason to run *soon*: it overrides a retry's backoff.
-                self.db.execute(
-                    "UPDATE jobs SET events = events + 1, last_reason = ?, "
-                    "not_before = MIN(not_before, ?) WHERE id = ?",
-                    (reason, now + delay, row["id"]))
-                job_id = int(row["id"])
-            else:
-                cur = self.db.execute(
-                    "INSERT INTO jobs (project_id, reason, last_reason, status, max_attempts, "
-                    "not_before, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (pid, reason, reason, PENDING, self.max_attempts, now + delay, now))
-                job_id = int(cur.lastrowid)
-            job = self._get(job_id)
+        req = _Enqueue(int(project_id), reason, float(delay), action, payload)
+        with self._batch_lock:
+            self._batch.append(req)
+        # Group commit: whoever takes the lock commits every request waiting by then in one
+        # transaction, so concurrent webhooks share one disk flush instead of queueing
+        # behind one flush each (a flush took 130-160 ms under load). Each request is on
+        # disk before its enqueue returns, as before.
+        with self._lock:
+            if not req.done:
+                with self._batch_lock:
+                    batch, self._batch = self._batch, []
+                try:
+                    with self._tx():
+                        now = time.time()
+                        for r in batch:
+                            r.job_id = self._enqueue_one(r, now)
+                except BaseException as exc:
+                    for r in batch:
+                        r.error = exc
+                for r in batch:
+                    r.done = True
+            if req.error is not None:
+                raise req.error
+            assert req.job_id is not None
+            job = self._get(req.job_id)
         self.notify()
         return job
+
+    def _enqueue_one(self, req: "_Enqueue", now: float) -> int:
+        """Store one event and open or bump its project's pending job (inside a transaction)."""
+        pid = req.project_id
+        if req.action is not None:
+            self.db.execute("INSERT INTO events (project_id, action, payload, received_at) "
+                            "VALUES (?, ?, ?, ?)", (pid, req.action, req.payload, now))
+        row = self.db.execute(
+            "SELECT id FROM jobs WHERE project_id = ? AND status = ? ORDER BY id LIMIT 1",
+            (pid, PENDING)).fetchone()
+        if row is not None:
+            # An event is a reason to run *soon*: it overrides a retry's backoff.
+            self.db.execute(
+                "UPDATE jobs SET events = events + 1, last_reason = ?, "
+                "not_before = MIN(not_before, ?) WHERE id = ?",
+                (req.reason, now + req.delay, row["id"]))
+            return int(row["id"])
+        cur = self.db.execute(
+            "INSERT INTO jobs (project_id, reason, last_reason, status, max_attempts, "
+            "not_before, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (pid, req.reason, req.reason, PENDING, self.max_attempts, now + req.delay, now))
+        return int(cur.lastrowid)
 
     def claim(self) -> Job | None:
         """Take the oldest due pending job of a project that has no running job.
@@ -479,6 +505,20 @@ class JobQueue:
             "updated_at = excluded.updated_at",
             (project_id, now, report_path,
              json.dumps(dict(summary), default=str) if summary is not None else None, now))
+
+
+@dataclass
+class _Enqueue:
+    """One :meth:`JobQueue.enqueue` request waiting for the group commit."""
+
+    project_id: int
+    reason: str
+    delay: float
+    action: str | None
+    payload: str | None
+    job_id: int | None = None
+    error: BaseException | None = None
+    done: bool = False
 
 
 class _Tx:

@@ -85,6 +85,7 @@ class Service:
         self.url = args.url.strip().rstrip("/")
         self.fixed = sorted(set(args.project))
         self.stop_event = threading.Event()
+        self._served: set[int] = set()
         # past one machine (--queue redis://…) serve only enqueues: `ls-agreement worker`
         # processes run the jobs; else one worker thread here runs them from SQLite
         self.queue_url: str | None = getattr(args, "queue", None) or None
@@ -140,8 +141,11 @@ class Service:
     def _accepts(self, project_id: int) -> bool:
         if self.fixed:
             return project_id in self.fixed
-        # open mode: an authenticated event for a new project makes it served
-        self.queue.add_project(project_id, "webhook")
+        # open mode: an authenticated event for a new project makes it served (recorded
+        # once per process: a write per event would cost a disk flush per webhook)
+        if project_id not in self._served:
+            self.queue.add_project(project_id, "webhook")
+            self._served.add(project_id)
         return True
 
     def start(self) -> "Service":

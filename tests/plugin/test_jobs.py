@@ -243,3 +243,29 @@ def test_receiver_serves_only_accepted_projects(tmp_path: Path) -> None:
     status, out = r.handle({}, b'{"action": "TASKS_CREATED", "project": {"id": 1}}')
     assert status == 200 and out["status"] == "queued"
     assert [p for _, p, *_ in rows(tmp_path / "q.sqlite")] == [1]
+
+
+def test_concurrent_enqueues_are_each_stored_once_in_order(tmp_path: Path) -> None:
+    """The group commit: eight threads enqueue at once; every event is stored exactly once,
+    each thread's events in its order, and each project's pending job counts them all."""
+    q = JobQueue(tmp_path / "state.sqlite")
+    n_threads, n_each = 8, 60
+
+    def send(k: int) -> None:
+        for i in range(n_each):
+            q.enqueue(k % 3, f"t{k}", action="ANNOTATION_UPDATED", payload=f"{k}:{i}")
+
+    threads = [threading.Thread(target=send, args=(k,)) for k in range(n_threads)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for pid in range(3):
+        got = [e.payload for e in q.events(pid)]
+        senders = [k for k in range(n_threads) if k % 3 == pid]
+        assert sorted(got) == sorted(f"{k}:{i}" for k in senders for i in range(n_each))
+        for k in senders:
+            mine = [int(p.split(":")[1]) for p in got if p.startswith(f"{k}:")]
+            assert mine == list(range(n_each))
+        (job,) = [j for j in q.recent(50, project_id=pid)]
+        assert job.events == len(got)
