@@ -131,7 +131,7 @@ def test_bulk_and_per_task_write_the_same(ls_server: LocalLabelStudio, ls_client
     # one annotation changes on both: again the same values, and only moved tasks written
     for pid in (bulk_pid, patch_pid):
         tasks = export(ls_client, pid)
-        target = min(i for i, t in tasks.items() if t["data"]["ext_id"] == "doc-1")
+        target = min(i for i, t in tasks.items() if t["data"]["ext_id"] == "doc-5")  # a task where all differ
         ann = tasks[target]["annotations"][0]
         ls_client.annotations.update(id=ann["id"], result=tasks[target]["annotations"][1]["result"])
     r1 = _sync(ls_server, bulk_pid, tmp_path / "b", meta=meta)
