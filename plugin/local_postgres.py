@@ -26,17 +26,16 @@ import contextlib
 import glob
 import os
 import re
-import secrets
 import shutil
 import signal
 import subprocess
 import tempfile
 import time
-from collections import deque
 from pathlib import Path
 from typing import Any
 
 from .errors import LocalServerError
+from .local_host import free_port, secret_file, tail_log
 
 #: Overrides the search for the server binaries (a directory holding initdb and postgres).
 BIN_ENV = "LS_AGREEMENT_PG_BIN"
@@ -95,21 +94,6 @@ def find_bin_dir(explicit: str | Path | None = None) -> Path:
         f"PostgreSQL server binaries ({', '.join(SERVER_BINARIES)}) not found in {where}: "
         "install Debian's `postgresql` package (apt-get install -y postgresql; `bash run.sh "
         f"test` does it when run as root) or point {BIN_ENV} at their directory")
-
-
-def _tail(path: Path, n: int = 30) -> str:
-    try:
-        with open(path, errors="replace") as fh:
-            return "".join(deque(fh, maxlen=n))
-    except OSError:
-        return "(no log)"
-
-
-def _free_port(host: str = "127.0.0.1") -> int:
-    import socket
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
 
 
 def _quote_literal(value: str) -> str:
@@ -208,12 +192,7 @@ class LocalPostgres:
     @property
     def password(self) -> str:
         """Password of :attr:`user` (random, kept in the data dir so restarts keep it)."""
-        path = self.data_dir / PASSWORD_NAME
-        if not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(secrets.token_urlsafe(24))
-            path.chmod(0o600)
-        return path.read_text().strip()
+        return secret_file(self.data_dir / PASSWORD_NAME, 24)
 
     @property
     def dsn(self) -> str:
@@ -331,7 +310,7 @@ class LocalPostgres:
         self.init()
         attempts = 1 if self.requested_port else 3
         for attempt in range(attempts):
-            self.port = self.requested_port or _free_port()
+            self.port = self.requested_port or free_port()
             try:
                 self._launch(timeout)
                 break
@@ -375,7 +354,7 @@ class LocalPostgres:
             time.sleep(0.2)
         self.stop()
         raise LocalPostgresError(f"PostgreSQL did not accept connections within {timeout:.0f} s; "
-                                 f"last lines of {self.log_path}:\n{_tail(self.log_path)}")
+                                 f"last lines of {self.log_path}:\n{tail_log(self.log_path, 30)}")
 
     def stop(self, timeout: float = 30) -> None:
         """Fast shutdown (SIGINT: sessions rolled back, clean checkpoint); SIGQUIT, then

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import LocalServerError
-from .server import free_port, tail_log
+from .local_host import free_port, tail_log
 
 __all__ = ["LocalRedis", "redis_binary"]
 

@@ -16,20 +16,18 @@ Cache layout (``$LS_AGREEMENT_CACHE`` or ``~/.cache/ls-agreement``)::
 from __future__ import annotations
 
 from .errors import LocalServerError
+from .local_host import free_port, port_in_use, secret_file, tail_log
 
 import contextlib
 import fcntl
 import hashlib
 import os
 import re
-import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
-from collections import deque
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
@@ -80,20 +78,6 @@ def default_cache_dir() -> Path:
     return Path(env).expanduser() if env else Path.home() / ".cache" / "ls-agreement"
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port that is free right now on ``host`` (the OS picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
-
-
-def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
-    """Whether something already listens on ``host:port``."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.settimeout(0.5)
-        return s.connect_ex((host, port)) == 0
-
-
 @contextlib.contextmanager
 def _file_lock(path: Path) -> Iterator[None]:
     """Exclusive advisory lock: two processes racing to install wait for each other."""
@@ -104,14 +88,6 @@ def _file_lock(path: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
-
-
-def tail_log(path: Path, n: int = 40) -> str:
-    try:
-        with open(path, errors="replace") as fh:
-            return "".join(deque(fh, maxlen=n))
-    except OSError:
-        return "(no log)"
 
 
 class LocalLabelStudio:
@@ -370,12 +346,7 @@ class LocalLabelStudio:
         return env
 
     def _secret_key(self) -> str:
-        path = self.data_dir / SECRET_NAME
-        if not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(secrets.token_urlsafe(48))
-            path.chmod(0o600)
-        return path.read_text().strip()
+        return secret_file(self.data_dir / SECRET_NAME, 48)
 
     def start(self, timeout: float = 180) -> None:
         """Start the server and wait until ``GET /health`` answers UP.
