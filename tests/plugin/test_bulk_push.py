@@ -92,16 +92,17 @@ def test_action_listed_only_with_the_flag(ls_server: LocalLabelStudio,
         client.projects.delete(id=plain_pid)
 
 
-@pytest.mark.parametrize("meta", [False, True], ids=["data-only", "with-meta"])
-def test_bulk_and_per_task_write_the_same(ls_server: LocalLabelStudio, ls_client: Any,
-                                          annotators: list[dict[str, Any]],
-                                          make_project: Callable[..., int],
-                                          tmp_path: Path, meta: bool) -> None:
-    ids = [u["id"] for u in annotators[:4]]
-    bulk_pid = make_project(CONFIG, make_tasks(ids))
-    patch_pid = make_project(CONFIG, make_tasks(ids))
-    bulk = _sync(ls_server, bulk_pid, tmp_path / "b", meta=meta)
-    per_task = _sync(ls_server, patch_pid, tmp_path / "p", meta=meta, bulk=False)
+def check_bulk_and_per_task_write_the_same(server: LocalLabelStudio, client: Any,
+                                           make: Callable[..., int], ids: list[int],
+                                           tmp_path: Path, meta: bool) -> None:
+    """Two copies of one project, one synced through the bulk action, one per task: the
+    same values and JSON types, both what the report says, user keys kept; a second sync
+    writes nothing; after one edit both write the same few tasks. Run on SQLite and on
+    PostgreSQL (test_postgres_push.py), whose bulk action takes another path."""
+    bulk_pid = make(CONFIG, make_tasks(ids))
+    patch_pid = make(CONFIG, make_tasks(ids))
+    bulk = _sync(server, bulk_pid, tmp_path / "b", meta=meta)
+    per_task = _sync(server, patch_pid, tmp_path / "p", meta=meta, bulk=False)
     assert bulk.n_written == per_task.n_written == 12
     assert per_task.push is not None and per_task.push.mode == "patch"
     assert per_task.calls["PATCH"] == 12
@@ -109,35 +110,49 @@ def test_bulk_and_per_task_write_the_same(ls_server: LocalLabelStudio, ls_client
         # data keys only: the whole first sync is a handful of bulk requests, no PATCH
         assert bulk.push is not None and bulk.push.mode == "bulk"
         assert not bulk.calls.get("PATCH") and bulk.push.bulk_requests >= 5
-    a, b = export(ls_client, bulk_pid), export(ls_client, patch_pid)
+    a, b = export(client, bulk_pid), export(client, patch_pid)
     assert _same_json(_by_ext(a), _by_ext(b))
-    for t in a.values():
+    report = bulk.report.to_dict()     # ... and both are what the report says (3 decimals)
+    for tid, t in a.items():
         d, i = t["data"], int(t["data"]["ext_id"].split("-")[1])
+        rep = report["tasks"][str(tid)]
+        assert d["agreement_sigma"] == pytest.approx(rep["sigma"], abs=5e-4)
+        assert d["agreement_flag"] == int(bool(rep["flag"]))
         assert d["text"] == f"text {i}" and d["agreement_mine"] == i     # user keys survive
         assert t["meta"]["source"] == "test" and t["meta"]["batch"] == i // 4
-        assert isinstance(d[UPDATED_KEY], int) and isinstance(d["agreement_flag"], int)
-        assert isinstance(d["agreement_n_annotators"], int)
+        assert type(d[UPDATED_KEY]) is int and type(d["agreement_flag"]) is int
+        assert type(d["agreement_n_annotators"]) is int
+        assert type(d["agreement_sigma"]) is float
         assert (META_KEY in t["meta"]) is meta
 
     # a second sync with nothing changed writes nothing, on either path
     for pid, out, opts in ((bulk_pid, "b", {}), (patch_pid, "p", {"bulk": False})):
-        before = export(ls_client, pid)
-        res = _sync(ls_server, pid, tmp_path / out, meta=meta, **opts)
+        before = export(client, pid)
+        res = _sync(server, pid, tmp_path / out, meta=meta, **opts)
         assert res.n_written == 0 and not res.calls.get("PATCH") and not res.calls.get("POST")
-        after = export(ls_client, pid)
+        after = export(client, pid)
         assert {i: t["updated_at"] for i, t in after.items()} == \
             {i: t["updated_at"] for i, t in before.items()}
 
     # one annotation changes on both: again the same values, and only moved tasks written
     for pid in (bulk_pid, patch_pid):
-        tasks = export(ls_client, pid)
+        tasks = export(client, pid)
         target = min(i for i, t in tasks.items() if t["data"]["ext_id"] == "doc-5")  # a task where all differ
         ann = tasks[target]["annotations"][0]
-        ls_client.annotations.update(id=ann["id"], result=tasks[target]["annotations"][1]["result"])
-    r1 = _sync(ls_server, bulk_pid, tmp_path / "b", meta=meta)
-    r2 = _sync(ls_server, patch_pid, tmp_path / "p", meta=meta, bulk=False)
+        client.annotations.update(id=ann["id"], result=tasks[target]["annotations"][1]["result"])
+    r1 = _sync(server, bulk_pid, tmp_path / "b", meta=meta)
+    r2 = _sync(server, patch_pid, tmp_path / "p", meta=meta, bulk=False)
     assert 1 <= r1.n_written < 12 and r1.n_written == r2.n_written
-    assert _same_json(_by_ext(export(ls_client, bulk_pid)), _by_ext(export(ls_client, patch_pid)))
+    assert _same_json(_by_ext(export(client, bulk_pid)), _by_ext(export(client, patch_pid)))
+
+
+@pytest.mark.parametrize("meta", [False, True], ids=["data-only", "with-meta"])
+def test_bulk_and_per_task_write_the_same(ls_server: LocalLabelStudio, ls_client: Any,
+                                          annotators: list[dict[str, Any]],
+                                          make_project: Callable[..., int],
+                                          tmp_path: Path, meta: bool) -> None:
+    check_bulk_and_per_task_write_the_same(ls_server, ls_client, make_project,
+                                           [u["id"] for u in annotators[:4]], tmp_path, meta)
 
 
 def test_meta_switched_off_removes_the_detail(ls_server: LocalLabelStudio, ls_client: Any,

@@ -27,6 +27,7 @@ from ls_agreement.plugin.server import LocalLabelStudio
 from ls_agreement.plugin.sync import sync_project
 
 from .conftest import ANNOTATOR_EMAILS, create_project
+from .test_bulk_push import check_bulk_and_per_task_write_the_same
 from .test_sync import CONFIG, export, make_tasks, settings
 
 def _sync(server: LocalLabelStudio, pid: int, out: Path, **opts: Any) -> Any:
@@ -138,43 +139,8 @@ def test_bulk_and_per_task_write_the_same_on_postgres(pg_server: LocalLabelStudi
                                                       pg_annotators: list[int],
                                                       pg_project: Callable[..., int],
                                                       tmp_path: Path, meta: bool) -> None:
-    ids = pg_annotators[:4]
-    bulk_pid = pg_project(CONFIG, make_tasks(ids))
-    patch_pid = pg_project(CONFIG, make_tasks(ids))
-    bulk = _sync(pg_server, bulk_pid, tmp_path / "b", meta=meta)
-    per_task = _sync(pg_server, patch_pid, tmp_path / "p", meta=meta, bulk=False)
-    assert bulk.n_written == per_task.n_written == 12
-    assert per_task.push is not None and per_task.push.mode == "patch"
-    assert per_task.calls["PATCH"] == 12
-    if not meta:
-        # data keys only: the whole first sync goes through add_data_field, no PATCH
-        assert bulk.push is not None and bulk.push.mode == "bulk"
-        assert not bulk.calls.get("PATCH") and bulk.push.bulk_requests >= 5
-    a, b = export(pg_client, bulk_pid), export(pg_client, patch_pid)
-    assert _same_json(_by(a, "ext_id"), _by(b, "ext_id"))
-
-    # ... and both are what the report computed from scratch says (3 decimals)
-    report = bulk.report.to_dict()
-    for tid, t in a.items():
-        d, i = t["data"], int(t["data"]["ext_id"].split("-")[1])
-        rep = report["tasks"][str(tid)]
-        assert d["agreement_sigma"] == pytest.approx(rep["sigma"], abs=5e-4)
-        assert d["agreement_flag"] == int(bool(rep["flag"]))
-        assert d["text"] == f"text {i}" and d["agreement_mine"] == i     # user keys survive
-        assert t["meta"]["source"] == "test" and t["meta"]["batch"] == i // 4
-        assert type(d[UPDATED_KEY]) is int and type(d["agreement_flag"]) is int
-        assert type(d["agreement_n_annotators"]) is int
-        assert type(d["agreement_sigma"]) is float
-        assert (META_KEY in t["meta"]) is meta
-
-    # a second sync with nothing changed writes nothing, on either path
-    for pid, out, opts in ((bulk_pid, "b", {}), (patch_pid, "p", {"bulk": False})):
-        before = export(pg_client, pid)
-        res = _sync(pg_server, pid, tmp_path / out, meta=meta, **opts)
-        assert res.n_written == 0 and not res.calls.get("PATCH") and not res.calls.get("POST")
-        after = export(pg_client, pid)
-        assert {i: t["updated_at"] for i, t in after.items()} == \
-            {i: t["updated_at"] for i, t in before.items()}
+    check_bulk_and_per_task_write_the_same(pg_server, pg_client, pg_project, pg_annotators[:4],
+                                           tmp_path, meta)
 
 
 @pytest.mark.slow
