@@ -76,11 +76,8 @@ def write_reports(out_dir: Path, report: Report,
              "annotators_csv": out_dir / "annotators.csv"}
     _atomic_write(paths["report"], json.dumps({**header, **report.to_dict()}, indent=1,
                                               sort_keys=True, allow_nan=False))
-    # the page's annotator-pair cells link to the Data Manager of the project on that server
-    project = header.get("project")
-    _atomic_write(paths["report_html"], render_html(
-        report, ls_url=header.get("server") or None,
-        project_id=int(project) if isinstance(project, int) else None))
+    # a file has no serve behind it: its annotator-pair cells carry no link (serve's page does)
+    _atomic_write(paths["report_html"], render_html(report))
     _atomic_write(paths["annotators_json"],
                   json.dumps({**header, "annotators": quality}, indent=1, sort_keys=True))
     tmp = _tmp_path(paths["annotators_csv"])

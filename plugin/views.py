@@ -203,3 +203,68 @@ def ensure_views(conn: Connection, project_id: int, annotators: Mapping[int, str
     # marked views of annotators who no longer annotate anything are left alone: they
     # are harmless (their filter matches nothing) and may hold a reviewer's column setup.
     return out
+
+
+# -- annotator-pair views: where the quality page's heatmap cells lead -------------------
+PAIR_PREFIX = "pair:"
+#: Pair views kept per project; older ones are deleted when a new pair is opened (tabs
+#: are shared by every user of the project, so they must not pile up).
+MAX_PAIR_VIEWS = 3
+
+
+def pair_view_data(a: int, b: int, names: Mapping[int, str] | None = None) -> dict[str, Any]:
+    """The ``data`` of the view of the tasks annotators ``a`` and ``b`` both annotated.
+
+    Label Studio's Data Manager takes no filters from its URL (1.23: ``?filters=`` is
+    ignored, only ``?tab=<view id>`` is read), so a link to "these two annotators' tasks"
+    has to be a saved view.
+    """
+    a, b = sorted((int(a), int(b)))
+    names = names or {}
+    return {"title": f"Pair: {names.get(a) or a} × {names.get(b) or b}", "type": "list",
+            "target": "tasks",
+            "filters": {"conjunction": "and", "items": [
+                {"filter": "filter:tasks:annotators", "operator": "contains", "type": "List",
+                 "value": u} for u in (a, b)]},
+            "ordering": [f"tasks:data.{PREFIX}sigma"],
+            MARKER: {"view": f"{PAIR_PREFIX}{a}:{b}"}}
+
+
+def ensure_pair_view(conn: Connection, project_id: int, a: int, b: int,
+                     names: Mapping[int, str] | None = None) -> int:
+    """The id of the project's view of the tasks annotators ``a`` and ``b`` both
+    annotated: the existing one (updated if it drifted) or a new one; the oldest pair
+    views beyond :data:`MAX_PAIR_VIEWS` are deleted.
+
+    Parameters
+    ----------
+    conn : Connection
+        Connected client.
+    project_id : int
+        The project.
+    a, b : int
+        Label Studio user ids of the two annotators (in either order, not equal).
+    names : Mapping[int, str], optional
+        User id -> name or email, for the tab's title.
+    """
+    if int(a) == int(b):
+        raise ValueError("a pair needs two different annotators")
+    want = pair_view_data(a, b, names)
+    key = want[MARKER]["view"]
+    pairs = sorted((v for v in conn.list_views(project_id)
+                    if (_marker_of(v) or "").startswith(PAIR_PREFIX)),
+                   key=lambda v: int(v.get("id") or 0))
+    mine = [v for v in pairs if _marker_of(v) == key]
+    if mine and _same(mine[0], want):
+        view_id = int(mine[0]["id"])
+    elif mine:
+        view_id = int(conn.update_view(int(mine[0]["id"]), project_id, want)["id"])
+    else:
+        view_id = int(conn.create_view(project_id, want)["id"])
+    for dup in mine[1:]:          # a create whose answer was lost and was retried
+        conn.delete_view(int(dup["id"]))
+    # keep this one and the newest others: MAX_PAIR_VIEWS in all
+    others = [int(v["id"]) for v in pairs if _marker_of(v) != key]
+    for old in others[:max(0, len(others) - (MAX_PAIR_VIEWS - 1))]:
+        conn.delete_view(old)
+    return view_id

@@ -6,6 +6,8 @@ FastAPI application served by uvicorn in a thread of the service (:class:`Qualit
     GET  /                           served projects with their headline numbers (HTML)
     GET  /projects/<id>              latest report as the quality page (adapters.render)
     GET  /projects/<id>/report.json  latest report (JSON)
+    GET  /projects/<id>/pair?a=&b=   → 303 to Label Studio's Data Manager tab of the tasks
+                                     annotators a and b both annotated (a saved view)
     GET  /jobs[?limit=N&project=ID]  recent jobs with status (JSON)
     GET  /health                     {"status": "UP"|"DEGRADED", ...} (503 when the worker died)
     GET  /openapi.json               OpenAPI description of the routes above
@@ -71,6 +73,8 @@ class App:
     auth: ApiAuth = field(default_factory=lambda: ApiAuth(required=False))
     request_timeout: float = REQUEST_TIMEOUT
     queue_name: str = "sqlite"
+    #: (project, a, b) -> id of the Data Manager view of a pair's shared tasks
+    pair_view: Callable[[int, int, int], int] | None = None
     _cache: dict[int, tuple[tuple[str, int, int], str]] = field(default_factory=dict)
     _cache_lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -91,7 +95,8 @@ class App:
             if hit is not None and hit[0] == key:
                 return hit[1]
         report, header = Report.from_file(json.loads(path.read_text(encoding="utf-8")))
-        page = render_html(report, ls_url=self.ls_url or None, project_id=project_id)
+        page = render_html(report, project_id=project_id,
+                           pair_base="" if self.pair_view is not None and self.ls_url else None)
         title = header.get("project_title") or f"project {project_id}"
         link = (f" · <a href='{html.escape(self.ls_url)}/projects/{project_id}/data'>open in "
                 "Label Studio</a>" if self.ls_url else "")
@@ -400,6 +405,38 @@ def create_app(app: App) -> FastAPI:
                 return _html(404, f"<!DOCTYPE html><p>{html.escape(_missing(app, project_id))}"
                                   "</p><p><a href='/'>all projects</a></p>")
             return _html(200, app.report_html(project_id, path))
+        return await run(answer)
+
+    @api.get("/projects/{project_id:int}/pair", tags=["pages"], dependencies=guarded,
+             summary="Open a pair's shared tasks in Label Studio",
+             responses={303: {"description": "to the Data Manager tab of those tasks"},
+                        400: {"model": ErrorOut}, 404: {"model": ErrorOut},
+                        502: {"model": ErrorOut}, **errors})
+    async def pair(project_id: int, a: int = Query(..., description="a user id"),
+                   b: int = Query(..., description="another user id")) -> Response:
+        """The quality page's heatmap cells land here: Label Studio's Data Manager takes no
+        filter from its URL, so the pair's filter is saved as a view (kept among the few
+        most recent pair views) and the browser is sent to its tab."""
+        from .errors import LabelStudioError, ServerUnavailable
+
+        def answer() -> Response:
+            if app.pair_view is None or not app.ls_url:
+                return _json(404, {"status": "error", "error": "this service has no Label "
+                                   "Studio connection to open a pair's tasks with"})
+            if project_id not in set(app.projects()):
+                return _json(404, {"status": "error", "error": f"project {project_id} is "
+                                   "not served here"})
+            if a == b:
+                return _json(400, {"status": "error", "error": "a and b must be two "
+                                   "different annotators"})
+            try:
+                view = app.pair_view(project_id, a, b)
+            except ServerUnavailable as exc:
+                return _json(503, {"status": "error", "error": str(exc)})
+            except LabelStudioError as exc:
+                return _json(502, {"status": "error", "error": str(exc)})
+            return Response(status_code=303, headers={
+                "Location": f"{app.ls_url}/projects/{project_id}/data?tab={view}"})
         return await run(answer)
 
     @api.get("/openapi.json", include_in_schema=False, dependencies=guarded)

@@ -112,7 +112,8 @@ class Service:
                   worker_alive=self.worker_alive, ls_url=self.url, log=log,
                   auth=self.auth,
                   queue_name=redact_url(self.queue_url) if self.queue_url else "sqlite",
-                  request_timeout=float(getattr(args, "request_timeout", 60.0)))
+                  request_timeout=float(getattr(args, "request_timeout", 60.0)),
+                  pair_view=self.pair_view)
         self.http = QualityServer((args.host, args.port), app)
         self._stopped = False
 
@@ -133,6 +134,18 @@ class Service:
             return self.queue.workers() > 0      # type: ignore[attr-defined]
         except Exception:  # noqa: BLE001 - Redis down: /health says so through this
             return False
+
+    def pair_view(self, project_id: int, a: int, b: int) -> int:
+        """The Data Manager view of the tasks annotators ``a`` and ``b`` both annotated
+        (the quality page's heatmap cells lead there through ``/projects/<id>/pair``)."""
+        from ..client import Connection, RetryPolicy
+        from ..views import ensure_pair_view
+
+        conn = Connection(self.url, self.args.token, timeout=30, retry=RetryPolicy(attempts=2))
+        try:
+            return ensure_pair_view(conn, project_id, a, b, conn.users())
+        finally:
+            conn.close()
 
     def project_ids(self) -> list[int]:
         """Served projects: ``--project`` if given, else all the state file knows."""

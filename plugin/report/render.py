@@ -21,7 +21,7 @@ from .render_charts import annotator_svg, distribution_svg
 from .render_interactive import PAGE_CSS, control_filter, page_script
 from .model import ControlReport, Diagnostic, Report, to_jsonable
 from .render_quality import QUALITY_COLUMNS, members_table, quality_cells, quality_section
-from .render_pairs import (Link, data_manager_link, labels_html, pairs_html, project_pairs_html,  # issue 13
+from .render_pairs import (Link, pair_link, labels_html, pairs_html, project_pairs_html,  # issue 13
                            render_labels_csv, render_pairs_csv)
 
 __all__ = ["render_html", "render_csv", "annotator_rows", "TASK_COLUMNS", "ANNOTATOR_COLUMNS", "PROJECT_ROW",
@@ -187,16 +187,18 @@ table.heat td.hm{min-width:2.6em;text-align:center}table.heat th.rot div{writing
 transform:rotate(180deg);max-height:9em}table.heat a{color:inherit;text-decoration:none}"""
 
 
-def render_html(report: Report, *, ls_url: str | None = None, project_id: int | None = None) -> str:
+def render_html(report: Report, *, pair_base: str | None = None, project_id: int | None = None) -> str:
     """The quality page of a report: one self-contained HTML document (no external files).
 
     Parameters
     ----------
     report : Report
         Output of :func:`~.build.build_report` (or ``Report.from_dict`` of a stored one).
-    ls_url, project_id : str and int, optional
-        Label Studio's address and the project's id: the annotator-pair heatmaps then link
-        each cell to the Data Manager, filtered to the tasks both annotators annotated.
+    pair_base, project_id : str and int, optional
+        The address of ``ls-agreement serve`` ("" for a page it answers itself) and the
+        project's id: each annotator-pair heatmap cell then links to serve's
+        ``/projects/<id>/pair``, which opens the tasks both annotators annotated in Label
+        Studio's Data Manager. Without them (a page written to a file) cells have no link.
 
     Returns
     -------
@@ -205,7 +207,7 @@ def render_html(report: Report, *, ls_url: str | None = None, project_id: int | 
         control filter, chart tooltips); paper 000 §6.1 pathologies explained.
     """
     controls = report.controls
-    link = data_manager_link(ls_url, project_id)
+    link = pair_link(pair_base, project_id) if pair_base is not None and project_id is not None else None
     summary = "".join(
         f"<tr><td><a href='#c-{html.escape(n)}'>{html.escape(n)}</a></td><td>{html.escape(str(e.tag))}</td>"
         f"<td><code>{html.escape(str(e.distance))}</code></td><td>{_f(e.alpha)}</td>"

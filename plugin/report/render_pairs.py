@@ -1,23 +1,22 @@
 """Quality-page parts and CSV tables of the annotator × annotator matrices and per-label sections.
 
 The matrix is drawn as an HTML table heatmap rather than an image: each cell can then link
-to the Label Studio Data Manager showing the tasks both annotators annotated (filter
-``filter:tasks:annotators`` contains each of the two user ids, the shape of the plugin's
-own views, plugin/views.py), and carries its interval and counts in its tooltip.
+to the Label Studio Data Manager showing the tasks both annotators annotated (through
+``serve``, which saves that filter as a view: :func:`pair_link`), and carries its interval
+and counts in its tooltip.
 """
 from __future__ import annotations
 
 import csv
 import html
 import io
-import json
 from typing import Any, Callable
-from urllib.parse import quote
+from urllib.parse import urlencode
 
 from .model import ControlReport, LabelSection, PairMatrix, Report
 
 __all__ = ["pairs_html", "labels_html", "project_pairs_html", "render_pairs_csv", "render_labels_csv",
-           "data_manager_link", "PAIR_CSV_COLUMNS", "LABEL_CSV_COLUMNS", "MAX_HEATMAP_ANNOTATORS"]
+           "pair_link", "PAIR_CSV_COLUMNS", "LABEL_CSV_COLUMNS", "MAX_HEATMAP_ANNOTATORS"]
 
 PAIR_CSV_COLUMNS = ["control", "annotator_a", "name_a", "annotator_b", "name_b", "alpha", "alpha_ci_low",
                     "alpha_ci_high", "mean_distance", "n_items", "n_controls"]
@@ -29,17 +28,20 @@ MAX_HEATMAP_ANNOTATORS = 30
 Link = Callable[[str, str], "str | None"]
 
 
-def data_manager_link(ls_url: str | None, project_id: int | None) -> Link:
-    """``link(a, b)``: the Data Manager URL of the tasks annotators ``a`` and ``b`` both
-    annotated, or None (no server known, or an annotator that is not a user id, such as
-    ``model:<version>``)."""
+def pair_link(base: str | None, project_id: int | None) -> Link:
+    """``link(a, b)``: the address that opens, in Label Studio's Data Manager, the tasks
+    annotators ``a`` and ``b`` both annotated, or None.
+
+    Label Studio's Data Manager reads no filters from its URL (only ``?tab=<view id>``), so
+    the link goes to ``serve``'s ``/projects/<id>/pair?a=&b=``, which saves that filter as
+    a view (plugin/views.py ``ensure_pair_view``) and redirects to its tab. ``base`` is
+    serve's address ("" on a page serve itself answers); None (a page written to a file)
+    or an annotator that is not a user id (``model:<version>``) gives no link.
+    """
     def link(a: str, b: str) -> str | None:
-        if not ls_url or project_id is None or not (a.isdigit() and b.isdigit()):
+        if base is None or project_id is None or not (a.isdigit() and b.isdigit()):
             return None
-        items = [{"filter": "filter:tasks:annotators", "operator": "contains", "type": "List", "value": int(u)}
-                 for u in (a, b)]
-        filters = json.dumps({"conjunction": "and", "items": items}, separators=(",", ":"))
-        return f"{ls_url.rstrip('/')}/projects/{int(project_id)}/data?filters={quote(filters)}"
+        return f"{base.rstrip('/')}/projects/{int(project_id)}/pair?{urlencode({'a': a, 'b': b})}"
     return link
 
 
@@ -113,6 +115,13 @@ def _caveats(pm: PairMatrix) -> str:
     return f"<p><small>{html.escape('; '.join(notes))}.</small></p>" if notes else ""
 
 
+def _click(link: Link | None) -> str:
+    if link is not None:
+        return "click: those tasks in Label Studio's Data Manager"
+    return ("on this page as <code>ls-agreement serve</code> shows it, a click opens those tasks in "
+            "Label Studio's Data Manager")
+
+
 def pairs_html(e: ControlReport, report: Report | None = None, link: Link | None = None) -> str:
     """The control's annotator × annotator heatmap, or ""."""
     pm = e.pair_matrix
@@ -121,8 +130,8 @@ def pairs_html(e: ControlReport, report: Report | None = None, link: Link | None
     return ("<details open><summary>annotator × annotator agreement</summary>"
             "<p>Each cell: Krippendorff's α of the two annotators on the tasks both annotated, read "
             f"against this control's chance distance D̂e = {_fmt(pm.d_e)} so that pairs compare on one "
-            "scale (hover: interval, shared tasks, mean distance; click: those tasks in the Data "
-            "Manager). Red is worse than chance.</p>"
+            f"scale (hover: interval, shared tasks, mean distance; {_click(link)}). Red is worse "
+            "than chance.</p>"
             f"{_heatmap(pm, _names(e, report), link)}{_caveats(pm)}</details>")
 
 
@@ -132,7 +141,8 @@ def project_pairs_html(report: Report, link: Link | None = None) -> str:
         return ""
     return ("<h3>Annotator pairs</h3><p>Each cell: the pair's α averaged over the measured controls, "
             "weighted by shared tasks (per-control matrices, with intervals, are in each control's "
-            f"section).</p>{_heatmap(pm, _names(None, report), link, interval=False)}{_caveats(pm)}")
+            f"section; {_click(link)}).</p>{_heatmap(pm, _names(None, report), link, interval=False)}"
+            f"{_caveats(pm)}")
 
 
 def labels_html(e: ControlReport) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from urllib.parse import parse_qs, urlparse
+from urllib.parse import parse_qs
 
 import pytest
 
@@ -81,15 +81,20 @@ def test_json_round_trip_and_csv(project) -> None:
     assert {r["control"] for r in labels} == {"objects", "entities", "sentiment"}
 
 
-def test_heatmap_cells_link_to_the_data_manager(project) -> None:
+def test_heatmap_cells_link_to_serve_which_opens_the_data_manager(project) -> None:
     report = project[3]
-    page = render_html(report, ls_url="http://ls.example:8080/", project_id=7)
+    page = render_html(report, pair_base="", project_id=7)
     assert "annotator × annotator agreement" in page and "agreement per label" in page
-    href = page.split("href='http://ls.example:8080/projects/7/data?", 1)[1].split("'", 1)[0]
-    filters = json.loads(parse_qs(urlparse("?" + href.replace("&amp;", "&")).query)["filters"][0])
-    assert [f["filter"] for f in filters["items"]] == ["filter:tasks:annotators"] * 2
-    assert all(f["operator"] == "contains" and isinstance(f["value"], int) for f in filters["items"])
-    assert "/projects/7/data" not in render_html(report)   # no server known: no links
+    hrefs = [h.split("'", 1)[0] for h in page.split("href='/projects/7/pair?")[1:]]
+    assert hrefs, "no heatmap cell links"
+    ids = {str(a) for a in report.annotators}
+    for h in hrefs:
+        q = parse_qs(h.replace("&amp;", "&"))
+        assert set(q) == {"a", "b"} and q["a"][0] != q["b"][0]
+        assert {q["a"][0], q["b"][0]} <= ids
+    # a page written to a file has no serve behind it: no links, and it says where they are
+    static = render_html(report)
+    assert "/pair?" not in static and "as <code>ls-agreement serve</code> shows it" in static
 
 
 def test_an_older_report_without_the_sections_still_reads() -> None:
