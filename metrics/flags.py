@@ -253,6 +253,15 @@ def combined_p_value(p_values: Sequence[float],
     fisher = float(stats.chi2.sf(-2.0 * observed, 2 * len(ps)))
     if nulls is None or any(x is None for x in nulls) or len(nulls) != len(ps) or -observed >= _LOG_FLOOR:
         return fisher
+    mass = _null_mass(tuple(x if isinstance(x, tuple) else tuple(x) for x in nulls))
+    need = int(math.ceil(-observed / _LOG_STEP - 1e-9))
+    return float(min(mass[min(need, mass.size):].sum(), 1.0)) if need < mass.size else 0.0
+
+
+@lru_cache(maxsize=4096)
+def _null_mass(nulls: tuple[tuple[float, ...], ...]) -> np.ndarray:
+    """The law of ``Π P_c`` on the rounded ``−ln`` grid of :func:`combined_p_value`,
+    read-only. Cached: the tasks with the same rosters on every control share it."""
     cap = int(math.ceil(_LOG_FLOOR / _LOG_STEP))      # index `cap` pools everything beyond
     mass = np.zeros(1)
     mass[0] = 1.0
@@ -265,8 +274,8 @@ def combined_p_value(p_values: Sequence[float],
         mass = np.convolve(mass, law)
         if mass.size > cap + 1:
             mass = np.concatenate([mass[:cap], [mass[cap:].sum()]])
-    need = int(math.ceil(-observed / _LOG_STEP - 1e-9))
-    return float(min(mass[min(need, mass.size):].sum(), 1.0)) if need < mass.size else 0.0
+    mass.flags.writeable = False
+    return mass
 
 
 def combine_flags(evidence: Mapping[str, ItemEvidence], level: float = DEFAULT_LEVEL,
@@ -639,8 +648,8 @@ def _distance_reading(model: DistanceModel, lo: int, hi: int, n: int, ps: Sequen
     """P(S in [lo, hi]), P(S ≥ lo) and (exact tasks) the pmf of S, under the model with
     non-departing probabilities ``ps``."""
     m = len(ps)
-    js = _sound_counts(ps)
     if n > _MAX_EXACT_DIST_PAIRS:   # many pairs: S | j read as a normal (continuity-corrected)
+        js = _sound_counts(ps)
         idx = np.arange(len(model.sound_pmf), dtype=float)
         mom = [(float(np.dot(f, idx)), float(np.dot(f, idx ** 2) - np.dot(f, idx) ** 2))
                for f in (model.sound_pmf, model.depart_pmf, model.chance_pmf)]
@@ -655,23 +664,47 @@ def _distance_reading(model: DistanceModel, lo: int, hi: int, n: int, ps: Sequen
             eq += pj * (up - float(ndtr((mean - (hi + 0.5)) / sd)))
             ge += pj * up
         return eq, min(ge, 1.0), None
-    total = None
-    for j, pj in enumerate(js):
-        if pj <= 0:
-            continue
-        part = pj * _sum_pmf(model.key, *_pair_types(j, m, n))
-        if total is None:
-            total = part.copy()
-        else:
-            if part.size > total.size:
-                total, part = np.concatenate([total, np.zeros(part.size - total.size)]), part
-            total[:part.size] += part
+    total = _mixture_pmf(model.key, n, tuple(sorted(ps)))
     if total is None:
         return 0.0, 1.0, None
     a, b = max(lo, 0), min(hi, total.size - 1)
     eq = float(total[a:b + 1].sum()) if b >= a else 0.0
     ge = float(total[a:].sum()) if a < total.size else 0.0
     return eq, min(ge, 1.0), total
+
+
+@lru_cache(maxsize=16384)
+def _mixture_pmf(key: tuple, n: int, ps: tuple[float, ...]) -> np.ndarray | None:
+    """pmf of the summed bin index S of ``n`` pairs among answers that do not depart with
+    probabilities ``ps`` (sorted: the law is symmetric in the annotators), read-only; None
+    when no count of non-departing answers is possible.
+
+    Cached: a project's tasks share few rosters (annotator sets) and pair counts, so the
+    thousands of tasks of a control need only a few dozen of these convolutions.
+    """
+    m = len(ps)
+    total = None
+    for j, pj in enumerate(_sound_counts(ps)):
+        if pj <= 0:
+            continue
+        part = pj * _sum_pmf(key, *_pair_types(j, m, n))
+        if total is None:
+            total = part.copy()
+        else:
+            if part.size > total.size:
+                total, part = np.concatenate([total, np.zeros(part.size - total.size)]), part
+            total[:part.size] += part
+    if total is not None:
+        total.flags.writeable = False
+    return total
+
+
+@lru_cache(maxsize=16384)
+def _null_outcomes(key: tuple, n: int, ps: tuple[float, ...]) -> tuple[float, ...] | None:
+    """The outcomes' probabilities from the farthest to the nearest (cumulative sums:
+    P(S ≥ s)), as :func:`combined_p_value` takes them; cached like :func:`_mixture_pmf`."""
+    total = _mixture_pmf(key, n, ps)
+    return None if total is None else tuple(float(x) for x in total[::-1])
 
 
 def distance_evidence(model: DistanceModel, mean_distance: float, n: int,
@@ -714,7 +747,7 @@ def distance_evidence(model: DistanceModel, mean_distance: float, n: int,
         p_none = math.prod(ps[i] for i in bad) * _distance_reading(model, lo, hi, n, forced)[0]
         p_dep = min(max(1.0 - p_none / p_eq, 0.0), 1.0)
     # outcomes from the farthest to the nearest: the cumulative sums are P(S ≥ s)
-    null = tuple(float(x) for x in pmf[::-1]) if pmf is not None else None
+    null = _null_outcomes(model.key, n, tuple(sorted(ps))) if pmf is not None else None
     return ItemEvidence(k=lo, n=n, p_value=p_ge, p_departure=p_dep,
                         unreliable=tuple(ids[i] for i in bad), null=null,
                         mean_distance=float(mean_distance))
