@@ -91,9 +91,12 @@ def main(argv: list[str] | None = None) -> int:
                     help="tasks of the same-run reference push at a fixed 8 workers (0: skip)")
     ap.add_argument("--demo", action="store_true",
                     help="the demo generator's 5-control project, bulk first sync only")
+    ap.add_argument("--db", choices=["sqlite", "postgresql", "both"], default="sqlite",
+                    help="--demo: Label Studio's database (PostgreSQL: Debian's, own cluster)")
     args = ap.parse_args(argv or [])
     if args.demo:
-        return bench_demo(args.tasks, args.bootstrap)
+        dbs = ["sqlite", "postgresql"] if args.db == "both" else [args.db]
+        return max(bench_demo(args.tasks, args.bootstrap, db) for db in dbs)
 
     rows: list[tuple[str, float, Any]] = []
     with tempfile.TemporaryDirectory(prefix="bench-sync-") as tmp:
@@ -214,17 +217,23 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if ok1 and ok2 and second_clean and same_values else 1
 
 
-def bench_demo(n: int, bootstrap: int) -> int:
-    """Bulk first sync / bare export on the demo generator's project of ``n`` tasks."""
+def bench_demo(n: int, bootstrap: int, db: str = "sqlite") -> int:
+    """Bulk first sync / bare export on the demo generator's project of ``n`` tasks, Label
+    Studio on SQLite or on PostgreSQL (where the bulk action is one ``jsonb_set`` update)."""
     from ls_agreement.plugin.demo_data import ANNOTATORS, DEMO_CONFIG, generate
     from ls_agreement.plugin.server import LocalLabelStudio
     from ls_agreement.plugin.settings import PluginSettings, ReportSettings, SyncOptions
     from ls_agreement.plugin.sync import sync_project
 
     with tempfile.TemporaryDirectory(prefix="bench-sync-demo-") as tmp:
-        server = LocalLabelStudio(Path(tmp) / "ls", port=0)
-        server.start(timeout=400)
+        pg = None
+        if db == "postgresql":
+            from ls_agreement.plugin.local_postgres import LocalPostgres
+            pg = LocalPostgres(Path(tmp) / "pg", port=0)
+            pg.start()
+        server = LocalLabelStudio(Path(tmp) / "ls", port=0, experimental=True, postgres=pg)
         try:
+            server.start(timeout=900)
             users = {a.email: server.create_user(a.email, a.first_name, a.last_name)
                      for a in ANNOTATORS}
             client = server.client()
@@ -242,8 +251,10 @@ def bench_demo(n: int, bootstrap: int) -> int:
                 rows.append((name, t, r))
         finally:
             server.stop()
+            if pg is not None:
+                pg.remove()
     print(f"\nsync benchmark, demo project: {n} tasks, 5 controls, 3-5 annotators per task, "
-          f"bootstrap {bootstrap} (import {t_import:.0f} s)")
+          f"bootstrap {bootstrap}, Label Studio on {db} (import {t_import:.0f} s)")
     print(f"{'step':<38}{'seconds':>8}  {'written':>7}  requests       split")
     print(f"{'bare JSON export':<38}{t_export:>8.2f}")
     for name, t, r in rows:

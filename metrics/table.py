@@ -68,7 +68,21 @@ def factorize(values: np.ndarray | pd.Series) -> tuple[np.ndarray, np.ndarray]:
                 present[as_int] = True
                 dense = np.cumsum(present) - 1
                 return dense[as_int], (np.flatnonzero(present) + lo).astype(arr.dtype)
-    codes, labels = pd.factorize(arr if arr.dtype != object else pd.Series(arr, dtype=object), sort=False)
+    # Sorted labels: the codes, hence everything seeded downstream (the chance-pair sample,
+    # the bootstrap's resamples), must not depend on the order of the table's rows; the same
+    # project exported in another order (PostgreSQL returns rows as they lie after an
+    # update) would otherwise give other numbers.
+    series = arr if arr.dtype != object else pd.Series(arr, dtype=object)
+    try:
+        codes, labels = pd.factorize(series, sort=True)
+    except TypeError:       # labels of mixed types: order them by type, then text
+        codes, labels = pd.factorize(series, sort=False)
+        labels = np.asarray(labels, dtype=object)
+        rank = np.empty(len(labels), dtype=np.int64)
+        rank[sorted(range(len(labels)), key=lambda k: (type(labels[k]).__name__, str(labels[k])))] = \
+            np.arange(len(labels))
+        inverse = np.argsort(rank)
+        return rank[codes].astype(np.int64), labels[inverse]
     return codes.astype(np.int64), np.asarray(labels)
 
 

@@ -34,6 +34,12 @@ PAYLOAD_VERSION = 1
 # task is written for its own reasons, and is always current in the report files.
 SNAPSHOT_KEY = "annotator_quality"
 _DIGITS = 3   # Data Manager display precision; full precision lives in report.json
+# A task's α comes from its 3-10 pairs: plausible resamples move it by more than 0.1, so a
+# third decimal is noise. It is not free: it multiplies the distinct values (on the
+# 2,000-task demo project 537 at 3 decimals), and the bulk action writes one value per
+# request; and a new baseline (a new D̂e) would move the third decimal of every task's α,
+# republishing them all. σ's values are fractions of pairs and keep 3 decimals.
+ALPHA_DIGITS = 2
 # The data keys this plugin writes, recognised by name when a task carries no meta payload
 # listing them (``meta = false``, or a bulk write whose task was never PATCHed).
 _FIXED_KEYS = frozenset(PREFIX + k for k in ("sigma", "alpha", "flag", "n_annotators",
@@ -81,7 +87,7 @@ class PushOutcome:
     patches: int = 0
 
 
-def _num(x: Any) -> float | int | None:
+def _num(x: Any, digits: int = _DIGITS) -> float | int | None:
     """JSON-safe, rounded number (NaN/inf → None) so float noise never forces a write."""
     if x is None or isinstance(x, bool):
         return None if x is None else int(x)
@@ -93,7 +99,7 @@ def _num(x: Any) -> float | int | None:
         return None
     if isinstance(x, int) or (f.is_integer() and abs(f) < 2 ** 53 and not isinstance(x, float)):
         return int(f)
-    return round(f, _DIGITS)
+    return round(f, digits)
 
 
 def rounded_json(obj: Any) -> Any:
@@ -191,7 +197,7 @@ def desired_for(report: Report, task_id: int, fp: str,
     controls = report.controls
     data: dict[str, Any] = {
         PREFIX + "sigma": _num(sigma),
-        PREFIX + "alpha": _num(alpha),
+        PREFIX + "alpha": _num(alpha, ALPHA_DIGITS),
         PREFIX + "flag": 1 if flag else 0,
         PREFIX + "n_annotators": len(annotators),
     }

@@ -50,10 +50,14 @@ def test_alpha_ks_sigma_reproduce_reference(braylan_reference, dataset, refname,
     """reference.json's rule: the mean over 5 expected-pair seeds within the tolerance.
 
     One seed is not enough: σ is a step function of d*, and where observed distances pile
-    up near d* (BLEU) a single expected sample can move σ by more than the tolerance.
+    up near d* (BLEU) a single expected sample can move σ by more than the tolerance. Our
+    seeds draw other pairs than the authors' (another generator), so the mean of five is
+    only an estimate of our own mean: on BLEU its seeds' σ spread 0.005 (the authors' 0.0005,
+    their σ reads a smoothed curve), so 20 seeds are averaged there.
     """
     metrics = braylan_reference["datasets"][dataset]["distances"][refname]["metrics"]
-    runs = [_paper_agreement(dataset, dist, seed) for seed in range(5)]
+    n_seeds = 20 if dataset == "translations" else 5
+    runs = [_paper_agreement(dataset, dist, seed) for seed in range(n_seeds)]
     for key in ("alpha", "ks", "sigma"):
         ours = float(np.mean([getattr(r, key) for r in runs]))
         m = metrics[key]
