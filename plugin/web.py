@@ -39,12 +39,13 @@ from fastapi.responses import HTMLResponse, Response
 from fastapi.security import APIKeyQuery, HTTPBearer
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from . import webhooks
 from .jobs import JobBackend
-from .web_auth import COOKIE, ApiAuth, AuthUnavailable, redact_query, token_from
+from .web_auth import ApiAuth, AuthUnavailable, token_from
 from .web_models import REPORT_DOC, ErrorOut, HealthOut, JobsOut, WebhookOut
+from .web_middleware import Plumbing, TokenCookie
+from .web_pages import index_page, when
 from .webhooks import SECRET_HEADER, Receiver, WebhookRejected, authenticate
 
 REQUEST_TIMEOUT = 60.0      # s: reading a webhook body, answering a page or the JSON API
@@ -102,7 +103,7 @@ class App:
                 "Label Studio</a>" if self.ls_url else "")
         nav = (f"<nav><a href='/'>all projects</a> · <b>{html.escape(str(title))}</b>"
                f" · <a href='/projects/{project_id}/report.json'>report.json</a>{link}"
-               f"<br><small>generated {_when(header.get('generated_at'))}</small></nav>")
+               f"<br><small>generated {when(header.get('generated_at'))}</small></nav>")
         page = page.replace("<body>", "<body>" + nav, 1)
         with self._cache_lock:
             self._cache[project_id] = (key, page)
@@ -110,53 +111,7 @@ class App:
 
     def index_html(self) -> str:
         """The list of served projects with their headline numbers."""
-        rows = self.queue.projects()
-        last_jobs: dict[int, Any] = {}
-        for j in self.queue.recent(200):
-            last_jobs.setdefault(j.project_id, j)
-        served = sorted(set(int(p) for p in self.projects()))
-        body = []
-        for pid in served:
-            row = rows.get(pid) or {}
-            s = row.get("summary") or {}
-            ctrls = s.get("controls") or {}
-            job = last_jobs.get(pid)
-            status = (f"{job.status}" + (f": {html.escape(job.error[:120])}"
-                                         if job.error else "")) if job else "–"
-            numbers = "<br>".join(
-                f"<code>{html.escape(n)}</code> α={_f(c.get('alpha'))} σ={_f(c.get('sigma'))}"
-                f" KS={_f(c.get('ks'))} <small>({html.escape(str(c.get('distance')))}, "
-                f"{c.get('n_items')} tasks)</small>" for n, c in ctrls.items()) or "no report yet"
-            title = html.escape(str(s.get("title") or f"project {pid}"))
-            link = (f"<a href='/projects/{pid}'>{title}</a>" if row.get("report_path")
-                    else title)
-            body.append(f"<tr><td>{pid}</td><td>{link}</td><td>{numbers}</td>"
-                        f"<td>{s.get('n_tasks', '–')}</td><td>{s.get('n_flagged', '–')}</td>"
-                        f"<td>{_when(row.get('updated_at'))}</td><td>{status}</td></tr>")
-        counts = self.queue.counts()
-        table = ("<table><tr><th>id</th><th>project</th><th>agreement per control</th>"
-                 "<th>tasks</th><th>flagged</th><th>updated</th><th>last job</th></tr>"
-                 + "".join(body) + "</table>") if body else "<p>No project served yet: run " \
-            "<code>ls-agreement connect --project ID ...</code>.</p>"
-        return ("<!DOCTYPE html><html lang=en><head><meta charset=utf-8>"
-                "<title>ls-agreement</title><style>body{font-family:system-ui,sans-serif;"
-                "margin:2em;color:#1f2328}table{border-collapse:collapse}td,th{border:1px "
-                "solid #d0d7de;padding:.3em .6em;text-align:left;vertical-align:top}"
-                "small{color:#57606a}</style></head><body><h1>Annotation quality</h1>"
-                f"{table}<p><small>jobs: {counts['pending']} pending, {counts['running']} "
-                f"running, {counts['done']} done, {counts['failed']} failed · "
-                "<a href='/jobs'>/jobs</a> · <a href='/health'>/health</a></small></p>"
-                "</body></html>")
-
-
-def _f(v: Any) -> str:
-    return f"{v:.3f}" if isinstance(v, (int, float)) and not isinstance(v, bool) else "–"
-
-
-def _when(ts: Any) -> str:
-    if not isinstance(ts, (int, float)):
-        return "–"
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
+        return index_page(self.queue, self.projects())
 
 
 # -- helpers -----------------------------------------------------------------------------
@@ -172,47 +127,6 @@ def _json(status: int, obj: Any, *, close: bool = False,
 
 def _html(status: int, text: str) -> HTMLResponse:
     return HTMLResponse(text, status_code=status)
-
-
-class _Plumbing:
-    """Pure ASGI middleware: request log without tokens, ``no-store``, HEAD as GET.
-
-    Not ``BaseHTTPMiddleware``: that one wraps the request body, and ``/webhook`` streams it.
-    """
-
-    def __init__(self, app: ASGIApp, log: Callable[[], TextIO | None]) -> None:
-        self.app, self.log = app, log
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            return await self.app(scope, receive, send)
-        status = 0
-
-        async def send_(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = int(message["status"])
-                headers = list(message.get("headers", []))
-                if not any(k.lower() == b"cache-control" for k, _ in headers):
-                    headers.append((b"cache-control", b"no-store"))
-                message = {**message, "headers": headers}
-            await send(message)
-
-        # HEAD is routed as GET; uvicorn sends the headers without the body
-        inner = {**scope, "method": "GET"} if scope["method"] == "HEAD" else scope
-        try:
-            await self.app(inner, receive, send_)
-        finally:
-            log = self.log()
-            if log is not None:
-                client = (scope.get("client") or ("-",))[0]
-                q = scope.get("query_string", b"").decode("latin-1")
-                target = scope["path"] + ("?" + redact_query(q) if q else "")
-                try:
-                    print(f'{client} "{scope["method"]} {target} HTTP/{scope["http_version"]}"'
-                          f" {status or '-'}", file=log, flush=True)
-                except (OSError, ValueError):   # a closed log must not fail the request
-                    pass
 
 
 # -- the application ---------------------------------------------------------------------
@@ -471,40 +385,10 @@ def create_app(app: App) -> FastAPI:
                         for e in exc.errors())
         return _json(400, {"status": "error", "error": msg or "bad parameters"})
 
-    api.add_middleware(_TokenCookie, enabled=lambda: app.auth.required)
-    api.add_middleware(_Plumbing, log=lambda: app.log)
+    api.add_middleware(TokenCookie, enabled=lambda: app.auth.required)
+    api.add_middleware(Plumbing, log=lambda: app.log)
     return api
 
-
-
-class _TokenCookie:
-    """Keeps a ``?token=`` that opened a page as an HttpOnly cookie.
-
-    A browser following the page's links (``/projects/<id>``, ``/jobs``) then stays signed
-    in without the token in every URL; the cookie is checked like the header each time.
-    """
-
-    def __init__(self, app: ASGIApp, enabled: Callable[[], bool]) -> None:
-        self.app, self.enabled = app, enabled
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if (scope["type"] != "http" or b"token=" not in scope.get("query_string", b"")
-                or not self.enabled()):
-            return await self.app(scope, receive, send)
-        from urllib.parse import parse_qs
-
-        token = (parse_qs(scope["query_string"].decode("latin-1")).get("token") or [""])[0]
-
-        async def send_(message: Message) -> None:
-            if (message["type"] == "http.response.start" and message["status"] < 400
-                    and token and all(c.isprintable() and c not in ';,"\\ ' for c in token)):
-                cookie = (f"{COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict; "
-                          "Max-Age=3600").encode("latin-1", "replace")
-                message = {**message, "headers": [*message.get("headers", []),
-                                                  (b"set-cookie", cookie)]}
-            await send(message)
-
-        await self.app(scope, receive, send_)
 
 
 def _missing(app: App, project_id: int) -> str:

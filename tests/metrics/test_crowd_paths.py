@@ -151,7 +151,7 @@ def test_flag_fit_over_the_grid_at_once_equals_one_s_at_a_time(monkeypatch, n_an
         n = m * (m - 1) // 2
         items.append((int(rng.integers(0, n + 1)), n, who))
     fast = fit_flag_model(annotators, 0.2, items)
-    monkeypatch.setattr(flags_module, "_sound_counts", _sound_counts_one_by_one)
+    monkeypatch.setattr(flags_module, "sound_counts", _sound_counts_one_by_one)
     monkeypatch.setattr(flags_module, "ndtr", lambda z: stats.norm.cdf(z))
     plain = fit_flag_model(annotators, 0.2, items)
     assert fast == plain
