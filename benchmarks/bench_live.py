@@ -335,18 +335,17 @@ def _replay_flood(svc: Any, proj: _Project, n: int, seconds: float, clients: int
     lat: list[float] = []
     codes: list[int] = []
     lock = threading.Lock()
-    local = threading.local()
     url = f"{svc.address}/webhook"
 
     failures: list[str] = []
 
     def send(data: bytes) -> None:
-        s = getattr(local, "s", None) or requests.Session()
-        local.s = s
+        # one connection per payload, as Label Studio sends its webhooks (a new session per
+        # call in core/utils/io.py): no kept-alive connection the server may close meanwhile
         t0 = time.perf_counter()
         try:
-            r = s.post(url, data=data, timeout=30, headers={"Content-Type": "application/json",
-                                                             "X-LS-Agreement-Secret": "bench-secret"})
+            r = requests.post(url, data=data, timeout=30, headers={"Content-Type": "application/json",
+                                                                   "X-LS-Agreement-Secret": "bench-secret"})
         except requests.RequestException as exc:   # no answer at all: counted, never dropped
             with lock:
                 failures.append(f"{type(exc).__name__}: {exc}"[:300])
