@@ -1,7 +1,6 @@
 """Checked access to result fields: numbers, strings, lists (shared by the families)."""
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from ls_agreement.metrics.model import Box, Keypoint, Polygon, Span

@@ -142,7 +142,7 @@ def main(n_tasks: int = 100_000, repeat: int = 1) -> None:
         rows = []
         for gc_on in (False, True):
             t_load, tasks = _best_of(load, repeat, gc_on)
-            t_adapt, out = _best_of(lambda: adapt(config, tasks), repeat, gc_on)
+            t_adapt, out = _best_of(lambda t=tasks: adapt(config, t), repeat, gc_on)
             rows.append((gc_on, t_load, t_adapt))
             del tasks
     n_values = sum(len(c.table) for c in out.controls.values())

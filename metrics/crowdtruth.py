@@ -30,7 +30,7 @@ from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
-from .crowdtruth_sums import SMALL, AnswerSums, Grouped, ragged, unchosen_mass
+from .crowdtruth_sums import SMALL, AnswerSums, Grouped, unchosen_mass
 from .result import Result
 from .table import long_table
 

@@ -353,7 +353,6 @@ def _match(score: np.ndarray, lay: Any) -> np.ndarray:
     Blocks with one region on a side are a grouped argmax (vectorized); the others go
     through ``linear_sum_assignment``, one call per block (it has no batched form).
     """
-    n = lay.na.size
     out = []
     single = (lay.na == 1) | (lay.nb == 1)
     if single.any():

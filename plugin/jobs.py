@@ -11,7 +11,7 @@ Jobs survive a restart: :meth:`JobQueue.recover` puts the jobs a crashed run lef
 ``running`` back to ``pending`` (or fails them once their attempts are used up). Failed
 attempts are retried with exponential backoff a bounded number of times.
 
-The queue is used only through :class:`JobBackend` (``enqueue``, ``claim``, ``finish``);
+The queue is used only through :class:`~.job_backend.JobBackend` (``enqueue``, ``claim``, ``finish``);
 past one machine the same three calls would be backed by Redis + RQ (the queue Label
 Studio itself uses) — docs/design.md, "State and scale". One SQLite file serves one worker
 process (threads inside it are fine; ``claim`` never hands out two jobs of one project).
@@ -24,9 +24,10 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Protocol
+from typing import Any, Mapping
 
-PENDING, RUNNING, DONE, FAILED = "pending", "running", "done", "failed"
+from .job_backend import DONE, FAILED, PENDING, RUNNING, Job, StoredEvent
+
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -73,89 +74,6 @@ CREATE TABLE IF NOT EXISTS served_projects (
     updated_at   REAL
 );
 """
-
-
-@dataclass(frozen=True)
-class Job:
-    """One sync job (a row of the ``jobs`` table)."""
-
-    id: int
-    project_id: int
-    reason: str
-    last_reason: str
-    events: int
-    status: str
-    attempts: int
-    max_attempts: int
-    not_before: float
-    created_at: float
-    started_at: float | None
-    finished_at: float | None
-    error: str | None
-    report_path: str | None
-    result: dict[str, Any] | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
-@dataclass(frozen=True)
-class StoredEvent:
-    """A webhook event kept until the live runner applied it (``payload``: its JSON body)."""
-
-    id: int
-    action: str
-    payload: str | None
-    received_at: float
-
-
-class JobBackend(Protocol):
-    """What the receiver, the worker, the live runner and the pages need from a queue:
-    :class:`JobQueue` (SQLite, one machine) or
-    :class:`~ls_agreement.plugin.queue.redis_queue.RedisQueue` (Redis + RQ workers)."""
-
-    def enqueue(self, project_id: int, reason: str, *, delay: float = 0.0,
-                action: str | None = None, payload: bytes | str | None = None) -> Job: ...
-
-    def claim(self) -> Job | None: ...
-
-    def finish(self, job: Job, ok: bool, error: str | None = None, *,
-               retry: bool = True, report_path: str | None = None,
-               result: Mapping[str, Any] | None = None) -> Job: ...
-
-    def recover(self) -> list[Job]: ...
-
-    def events(self, project_id: int, limit: int = 100_000) -> list[StoredEvent]: ...
-
-    def drop_events(self, project_id: int, upto: int) -> None: ...
-
-    def add_live_stats(self, project_id: int, *, lost: int = 0, republished: int = 0,
-                       baselines: int = 0) -> None: ...
-
-    def live_stats(self) -> dict[int, dict[str, Any]]: ...
-
-    def get(self, job_id: int) -> Job: ...
-
-    def recent(self, limit: int = 50, project_id: int | None = None) -> list[Job]: ...
-
-    def counts(self) -> dict[str, int]: ...
-
-    def add_project(self, project_id: int, source: str, webhook_id: int | None = None) -> None: ...
-
-    def projects(self) -> dict[int, dict[str, Any]]: ...
-
-    def set_latest(self, project_id: int, report_path: str,
-                   summary: Mapping[str, Any] | None) -> None: ...
-
-    def report_file(self, project_id: int) -> Path | None: ...
-
-    def notify(self) -> None: ...
-
-    def wait(self, timeout: float) -> None: ...
-
-    def next_due_in(self) -> float | None: ...
-
-    def close(self) -> None: ...
 
 
 def _row_to_job(row: sqlite3.Row) -> Job:

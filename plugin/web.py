@@ -41,7 +41,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
 from . import webhooks
-from .jobs import JobBackend
+from .job_backend import JobBackend
 from .web_auth import ApiAuth, AuthUnavailable, token_from
 from .web_models import REPORT_DOC, ErrorOut, HealthOut, JobsOut, WebhookOut
 from .web_middleware import Plumbing, TokenCookie

@@ -7,7 +7,7 @@ import html
 import time
 from typing import Any, Iterable
 
-from .jobs import JobBackend
+from .job_backend import JobBackend
 
 __all__ = ["index_page", "when"]
 

@@ -24,7 +24,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from .jobs import JobBackend
+from .job_backend import JobBackend
 
 SECRET_HEADER = "X-LS-Agreement-Secret"
 MAX_BODY = 50 * 1024 * 1024

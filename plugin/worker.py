@@ -17,10 +17,10 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, TextIO
+from typing import Any, Callable, Iterable, TextIO
 
 from .client import AuthError, BadInput, NotFound, RequestRejected
-from .jobs import Job, JobBackend
+from .job_backend import Job, JobBackend
 
 SyncRunner = Callable[[int], Any]   # project id -> SyncResult (see plugin/sync.py)
 

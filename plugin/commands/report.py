@@ -9,7 +9,6 @@ the traceback with ``--debug``).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import traceback
 from pathlib import Path

@@ -26,7 +26,8 @@ from ls_agreement.metrics.distances.registry import get_distance
 
 from ..annotator_report import annotator_quality
 from ..report.build import build_report, collect_warnings
-from ..report.model import BaselineInfo, ControlReport, ItemEntry, Report, project_tasks
+from ..report.model import BaselineInfo, ControlReport, ItemEntry, Report
+from ..report.rollup import project_tasks
 from ..settings import ReportSettings
 from .mirror import ProjectMirror
 

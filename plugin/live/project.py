@@ -32,7 +32,7 @@ from typing import Any, Callable, Mapping, TextIO
 
 from ..annotator_report import annotator_quality, write_reports
 from ..client import BadInput, Connection, LabelStudioError
-from ..jobs import StoredEvent
+from ..job_backend import StoredEvent
 from ..push import push
 from ..pushback import Desired, PushOutcome, Write, current_of, desired_for, needs_write
 from ..report.model import Report

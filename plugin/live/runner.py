@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Protocol, TextIO
 
 from ..client import Connection, RetryPolicy
-from ..jobs import Job, JobBackend, StoredEvent
+from ..job_backend import Job, JobBackend, StoredEvent
 from ..settings import PluginSettings
 from ..state import SyncState
 from ..sync import SyncResult
@@ -37,7 +37,7 @@ class SharedStore(Protocol):
 class LiveRunner:
     """The worker's runner for ``serve``: one :class:`LiveProject` per served project.
 
-    Called with a claimed :class:`~ls_agreement.plugin.jobs.Job`, it applies the project's
+    Called with a claimed :class:`~ls_agreement.plugin.job_backend.Job`, it applies the project's
     stored events and drops them once their tasks are written (a failed job keeps them:
     applying them again gives the same mirror).
     """

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..jobs import JobBackend
+from ..job_backend import JobBackend
 
 __all__ = ["open_queue", "is_redis_url"]
 
@@ -15,7 +15,7 @@ def is_redis_url(spec: str | Path | None) -> bool:
 
 
 def open_queue(spec: str | Path, **options: Any) -> JobBackend:
-    """A :class:`~ls_agreement.plugin.jobs.JobBackend` for a Redis URL or a SQLite file.
+    """A :class:`~ls_agreement.plugin.job_backend.JobBackend` for a Redis URL or a SQLite file.
 
     Parameters
     ----------

@@ -1,6 +1,6 @@
 """The job queue on Redis, for ``serve --queue redis://…`` and ``worker --queue redis://…``.
 
-The same :class:`~ls_agreement.plugin.jobs.JobBackend` as the embedded SQLite queue
+The same :class:`~ls_agreement.plugin.job_backend.JobBackend` as the embedded SQLite queue
 (plugin/jobs.py), so the receiver, the reconciler, the pages and the live runner do not
 know which one they use. What changes past one machine:
 
@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any, Mapping
 from urllib.parse import urlsplit
 
-from ..jobs import DONE, FAILED, PENDING, RUNNING, Job, StoredEvent
+from ..job_backend import DONE, FAILED, PENDING, RUNNING, Job, StoredEvent
 from .scripts import ABANDON, DUE, ENQUEUE, FINISH, KEEP_JOBS, RENEW, START
 
 __all__ = ["RedisQueue", "RQ_QUEUE", "redact_url"]
@@ -83,7 +83,7 @@ def _job(h: Mapping[bytes, bytes]) -> Job:
 
 
 class RedisQueue:
-    """:class:`~ls_agreement.plugin.jobs.JobBackend` on Redis, jobs run by RQ workers.
+    """:class:`~ls_agreement.plugin.job_backend.JobBackend` on Redis, jobs run by RQ workers.
 
     Parameters
     ----------

@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from ..jobs import Job
+from ..job_backend import Job
 from .redis_queue import RedisQueue, redact_url
 
 __all__ = ["run_job", "WorkerProcess", "serve_forever"]

@@ -29,7 +29,7 @@ import json
 import pickle
 from typing import TYPE_CHECKING, Any, Iterable
 
-from ..jobs import StoredEvent
+from ..job_backend import StoredEvent
 
 if TYPE_CHECKING:
     from ..live.baseline import ProjectBaseline

@@ -89,7 +89,7 @@ def _unmeasured(entry: ControlReport, status: ControlStatus, reason: str) -> Non
     """Null every agreement number of a control that cannot be measured, saying why.
 
     Such a control takes no part in flags, in a task's σ or in an annotator's means
-    (``_project_tasks``, ``_project_annotators``); facts that do not depend on chance
+    (``rollup.project_tasks``, ``rollup.project_annotators``); facts that do not depend on chance
     (pairs, mean distances) stay.
     """
     entry.status, entry.reason = status, reason

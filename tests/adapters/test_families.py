@@ -2,10 +2,7 @@
 from the export files: percent x image size / 100, epoch seconds, ...)."""
 from __future__ import annotations
 
-import copy
 from datetime import datetime, timezone
-
-import pytest
 
 from ls_agreement.adapters.adapt import adapt
 from ls_agreement.metrics.model import Box, Keypoint, Polygon, Span

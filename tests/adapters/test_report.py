@@ -150,7 +150,6 @@ def test_render_csv(report):
 
 def test_span_distances_count_tokens_not_characters():
     """measures.md §4: span distances are in token units (characters mapped by nltk)."""
-    from ls_agreement.plugin.report.build import build_report as _build_report
     from ls_agreement.plugin.settings import ReportSettings
 
     config = ('<View><Text name="text" value="$text"/>'

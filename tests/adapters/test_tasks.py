@@ -1,7 +1,6 @@
 """Which annotations count: identity, duplicates, cancelled, drafts, predictions, ground truth."""
 from __future__ import annotations
 
-import json
 
 import pytest
 

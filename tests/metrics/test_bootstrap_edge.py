@@ -365,7 +365,7 @@ def test_degenerate_and_missing_intervals_become_null_with_a_reason(monkeypatch)
     real = engine.bootstrap_intervals
 
     def broken(*args, **kwargs):
-        out = real(*args, **kwargs)
+        real(*args, **kwargs)   # fills per_annotator, which is then broken
         pa = kwargs["per_annotator"]
         pa["sigma_ci_low"] = pa["sigma"] + 0.5          # misses
         pa["alpha_ci_low"] = pa["alpha_ci_high"] = 0.3  # no width

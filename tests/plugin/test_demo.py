@@ -10,7 +10,6 @@ import json
 import math
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import pytest
 

@@ -16,7 +16,8 @@ import pytest
 from ls_agreement.plugin.report.model import Report
 
 from ls_agreement.plugin.client import NotFound, ServerUnavailable
-from ls_agreement.plugin.jobs import DONE, FAILED, PENDING, RUNNING, JobQueue
+from ls_agreement.plugin.job_backend import DONE, FAILED, PENDING, RUNNING
+from ls_agreement.plugin.jobs import JobQueue
 from ls_agreement.plugin.webhooks import Receiver, parse_event, WebhookRejected
 from ls_agreement.plugin.worker import Reconciler, Worker
 

@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from ls_agreement.plugin.client import Connection
-from ls_agreement.plugin.jobs import DONE, RUNNING
+from ls_agreement.plugin.job_backend import DONE, RUNNING
 from ls_agreement.plugin.live.project import LiveProject
 from ls_agreement.plugin.local_redis import LocalRedis
 from ls_agreement.plugin.queue.redis_queue import RedisQueue

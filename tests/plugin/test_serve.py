@@ -23,7 +23,8 @@ import requests
 from ls_agreement.plugin.cli import main as cli_main
 from ls_agreement.plugin.commands import serve as serve_cmd
 from ls_agreement.plugin.commands.connect import PAGE_LINK_PREFIX, quality_page_url, with_page_link
-from ls_agreement.plugin.jobs import PENDING, RUNNING, JobQueue
+from ls_agreement.plugin.job_backend import PENDING, RUNNING
+from ls_agreement.plugin.jobs import JobQueue
 from ls_agreement.plugin.server import free_port
 from tests.shared_data import DATA
 

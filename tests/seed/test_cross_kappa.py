@@ -1,5 +1,4 @@
 """κx (paper 001): Cohen's κ special case, simulation properties, linear-time d_e vs brute force."""
-import itertools
 
 import krippendorff
 import numpy as np

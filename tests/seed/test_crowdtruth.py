@@ -1,6 +1,5 @@
 """CrowdTruth 2.0 against CrowdTruth-core's own outputs on its test data."""
 import json
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -116,7 +115,7 @@ def _repeated_rows(seed, n_units, n_workers, per_unit, answers, max_repeat):
 @pytest.mark.parametrize("seed", range(6))
 def test_repeated_answers_counted_closed(seed):
     rows = _repeated_rows(seed, n_units=6, n_workers=7, per_unit=4, answers=list("ABCDE"), max_repeat=3)
-    res = _check_against_brute(rows, list("ABCDEF"))
+    _check_against_brute(rows, list("ABCDEF"))
     assert any(len(r[2]) != len(set(r[2])) for r in rows)  # the data really repeats answers
 
 

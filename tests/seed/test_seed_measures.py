@@ -1,6 +1,5 @@
 """seed_measures(): report integration on small ControlData instances and the real export."""
 import json
-from pathlib import Path
 
 import numpy as np
 import pandas as pd

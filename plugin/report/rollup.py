@@ -1,0 +1,62 @@
+"""A project's tasks and annotators rolled up from its controls' entries.
+
+A task is flagged when any control flags it and carries its lowest σ and α over the
+controls; an annotator's project σ and α are pair-weighted means over the controls.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from .model import AnnotatorControl, ControlReport, ItemEntry, ProjectAnnotator, TaskEntry
+
+
+def project_tasks(controls: Mapping[str, ControlReport],
+                  settings: Mapping[str, Any] | None = None) -> dict[str, TaskEntry]:
+    """Every task across the measured controls; its flag from :func:`.flags.task_flag`
+    (which also sets each control's ``ItemEntry.flag``)."""
+    from .flags import task_flag
+
+    out: dict[str, TaskEntry] = {}
+    per_task: dict[str, dict[str, ItemEntry]] = {}
+    for name, ctl in controls.items():
+        if not ctl.measured:
+            continue
+        for item, rec in ctl.items.items():
+            t = out.setdefault(item, TaskEntry())
+            per_task.setdefault(item, {})[name] = rec
+            t.controls.append(name)
+            if rec.sigma is not None and (t.sigma is None or rec.sigma < t.sigma):
+                t.sigma = rec.sigma
+            if rec.alpha is not None and (t.alpha is None or rec.alpha < t.alpha):
+                t.alpha = rec.alpha
+    for item, t in out.items():
+        items = per_task[item]
+        t.flag, t.reasons = task_flag(items, controls, settings)
+        t.flagged_controls = [c for c in t.controls if c in t.reasons]
+        for name, rec in items.items():
+            rec.flag = name in t.reasons
+    return out
+
+
+def project_annotators(controls: Mapping[str, ControlReport], items: Mapping[str, set[str]],
+                       names: Mapping[str, str]) -> dict[str, ProjectAnnotator]:
+    out: dict[str, ProjectAnnotator] = {}
+    for a in sorted(items):
+        rec = ProjectAnnotator(name=names.get(a, a), n_items=len(items[a]))
+        sw = aw = n_s = n_a = 0.0
+        for cname, ctl in controls.items():
+            e = ctl.annotators.get(a)
+            if e is None or not ctl.measured:
+                continue
+            rec.controls[cname] = AnnotatorControl(e.sigma, e.alpha, e.n_pairs)
+            rec.n_pairs += e.n_pairs
+            if e.sigma is not None and e.n_pairs:
+                sw += e.sigma * e.n_pairs
+                n_s += e.n_pairs
+            if e.alpha is not None and e.n_pairs:
+                aw += e.alpha * e.n_pairs
+                n_a += e.n_pairs
+        rec.sigma = sw / n_s if n_s else None
+        rec.alpha = aw / n_a if n_a else None
+        out[a] = rec
+    return out
