@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from ls_agreement.metrics import agreement
-from ls_agreement.metrics.pair_matrix import _resampled_sums, combine_pairwise, pairwise_agreement
+from ls_agreement.metrics.pair_bootstrap import _resampled_sums
+from ls_agreement.metrics.pair_matrix import combine_pairwise, pairwise_agreement
 
 
 def _table(seed: int = 1, n_items: int = 60, n_ann: int = 6) -> pd.DataFrame:
