@@ -157,7 +157,7 @@ def safe_key(name: str) -> str:
 def desired_for(report: Report, task_id: int, fp: str,
                 names: Mapping[str, str] | None = None,
                 quality: Mapping[str, Any] | None = None, *,
-                meta: bool = True) -> Desired | None:
+                meta: bool = False) -> Desired | None:
     """The values one task should carry, from a :class:`~.report.model.Report`.
 
     Parameters

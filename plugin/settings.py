@@ -23,8 +23,9 @@ experts = ["5"]
 workers = 8              # most concurrent PATCHes; the sync times 1, 2, 4, ... up to it
                          # on its first PATCHes and keeps the fastest
 chunk = 100              # tasks re-read together right before their writes
-meta = true              # per-control detail in task.meta["agreement"] (false: data keys
-                         # only; with the bulk action a first sync is then a few requests)
+meta = false             # true: per-control detail in task.meta["agreement"], one PATCH per
+                         # task whose detail changed (false: data keys only; with the bulk
+                         # action a first sync is then a few requests per key)
 bulk = true              # write data keys with the Data Manager action add_data_field
                          # when the server lists it (ff_back_experimental_features=true)
 attempts = 4             # tries per request (bounded retries, exponential backoff)
@@ -182,8 +183,9 @@ class SyncOptions:
     """How the sync talks to the server (not what it computes).
 
     ``workers`` caps the PATCH concurrency (the level used is measured on the server);
-    ``meta`` keeps the per-control detail in ``task.meta``; ``bulk`` allows the Data
-    Manager bulk action.
+    ``meta`` keeps the per-control detail in ``task.meta`` (off by default: it costs one
+    ``PATCH`` per task, where the data keys go in bulk; the detail is in the report files
+    either way); ``bulk`` allows the Data Manager bulk action.
     """
 
     workers: int = 8
@@ -192,7 +194,7 @@ class SyncOptions:
     backoff: float = 0.5
     timeout: float = 60.0
     views: bool = True
-    meta: bool = True
+    meta: bool = False
     bulk: bool = True
     # Routing (plugin/routing.py): raise the overlap of each flagged task by one, up to
     # ``route_max_overlap``, so Label Studio hands it to one more annotator; undone when

@@ -19,7 +19,7 @@ from ls_agreement.plugin.client import Connection
 from ls_agreement.plugin.push import BULK_ACTION, _plan, _Tuner, push
 from ls_agreement.plugin.pushback import META_KEY, UPDATED_KEY, Desired, Write, current_of, needs_write
 from ls_agreement.plugin.server import LocalLabelStudio
-from ls_agreement.plugin.settings import SyncOptions, settings_from_mapping
+from ls_agreement.plugin.settings import PluginSettings, ReportSettings, SyncOptions, settings_from_mapping
 from ls_agreement.plugin.sync import sync_project
 
 from .conftest import create_project
@@ -305,3 +305,20 @@ def test_refused_action_falls_back_to_patch() -> None:
     for i, t in tasks.items():
         assert t["data"]["agreement_mine"] == i and t["data"]["agreement_sigma"] == 0.5
         assert t["meta"] == {"m": i} and not needs_write(want, current_of(t))
+
+
+def test_default_first_sync_is_bulk_only(ls_server: LocalLabelStudio, ls_client: Any,
+                                         annotators: list[dict[str, Any]],
+                                         make_project: Callable[..., int],
+                                         tmp_path: Path) -> None:
+    """With the default settings (no ``task.meta`` detail) and the action listed, a first
+    sync writes every task without a single PATCH: a few POSTs per key, not one per task."""
+    pid = make_project(CONFIG, make_tasks([u["id"] for u in annotators[:3]], n=12))
+    res = sync_project(ls_server.url, ls_server.token, pid,
+                       PluginSettings(report=ReportSettings(bootstrap=0)), out_dir=tmp_path,
+                       progress=False)
+    assert res.push is not None and res.push.mode == "bulk"
+    assert res.n_written == 12 and not res.calls.get("PATCH")
+    assert 0 < res.calls["POST"] < 12
+    tasks = export(ls_client, pid)
+    assert all(META_KEY not in t["meta"] and "agreement_sigma" in t["data"] for t in tasks.values())

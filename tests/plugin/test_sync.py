@@ -77,7 +77,7 @@ def make_tasks(user_ids: list[int], n: int = 12) -> list[dict[str, Any]]:
 
 def settings(**sync: Any) -> PluginSettings:
     return PluginSettings(report=ReportSettings(bootstrap=50),
-                          sync=SyncOptions(**{"attempts": 3, "backoff": 0.05, **sync}))
+                          sync=SyncOptions(**{"attempts": 3, "backoff": 0.05, "meta": True, **sync}))
 
 
 def export(client: Any, pid: int) -> dict[int, dict[str, Any]]:
