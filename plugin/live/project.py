@@ -120,7 +120,10 @@ class LiveProject:
             self._adopt()
         applied = self._apply(events)
         if applied.reset:
-            return self.full(applied.reset, n_events=len(events))
+            # the events of this job are in the server's state the read brings; their tasks
+            # are rescored and written with the read's differences, not at the baseline swap
+            return self.full(applied.reset, n_events=len(events),
+                             touched=applied.touched | applied.deleted | applied.fetch)
         t0 = time.perf_counter()
         n_real = sum(ev.action != BASELINE for ev in events)
         self.base.events_since += n_real
@@ -202,8 +205,12 @@ class LiveProject:
         # rescore them all against it
         self._next, self._next_touched, self._next_events = fut, set(self.mirror.tasks), 0
 
-    def full(self, reason: str, n_events: int = 0) -> LiveOutcome:
-        """Read the whole project, repair the mirror, make a baseline, write what differs."""
+    def full(self, reason: str, n_events: int = 0, touched: set[int] | None = None) -> LiveOutcome:
+        """Read the whole project, repair the mirror, make a baseline, write what differs.
+
+        ``touched``: tasks that events of the same job changed (already in the mirror, so
+        the read finds no difference there): rescored and written like the differences.
+        """
         t0 = time.perf_counter()
         project = self.conn.get_project(self.project_id)
         tasks = self.conn.export_tasks(self.project_id)
@@ -212,11 +219,12 @@ class LiveProject:
         lost, diff = 0, None
         if self.mirror is not None and project.get("label_config") == self.config_xml:
             diff = self.mirror.diff(tasks)
-            lost = diff.n
+            # a task an event of this job announced (one whose payload needed a GET) is no loss
+            lost = len(diff.tasks - (touched or set()))
             if lost:
                 _log(self.log, f"project {self.project_id}: full read ({reason}) found {lost} "
                                f"difference(s) the events did not bring (lost events): tasks "
-                               f"{sorted(diff.tasks)[:10]}")
+                               f"{sorted(diff.tasks - (touched or set()))[:10]}")
         self.config_xml = project.get("label_config") or ""
         self.title = project.get("title")
         if not self.config_xml.strip():
@@ -233,12 +241,13 @@ class LiveProject:
             assert self.base is not None
             self._start_baseline(reason)
             assert diff is not None
-            # what the events missed, against the current baseline; the new baseline's swap
-            # then compares every task with what the read found on the server
-            apply_scores(self.base.report, score_tasks(self.base, self.mirror, diff.added + diff.changed),
-                         diff.removed)
-            out = LiveOutcome("full", n_events=n_events, touched=sorted(diff.tasks), lost=lost)
-            out.written = self._push(self._plan(diff.tasks)).written
+            # what the events missed or brought, against the current baseline; the new
+            # baseline's swap then compares every task with what the read found on the server
+            moved = diff.tasks | (touched or set())
+            live = moved & set(self.mirror.tasks)
+            apply_scores(self.base.report, score_tasks(self.base, self.mirror, live), moved - live)
+            out = LiveOutcome("full", n_events=n_events, touched=sorted(moved), lost=lost)
+            out.written = self._push(self._plan(moved)).written
             out.timings = {"read": t1 - t0, "push": time.perf_counter() - t1}
             self._files()
             return out

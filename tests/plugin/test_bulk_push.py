@@ -253,7 +253,7 @@ def test_tuner_keeps_the_fastest_level_and_remembers_it() -> None:
 def test_sync_options_meta_and_bulk_keys() -> None:
     s = settings_from_mapping({"sync": {"meta": False, "bulk": False}})
     assert s.sync.meta is False and s.sync.bulk is False
-    assert SyncOptions().meta is True and SyncOptions().bulk is True
+    assert SyncOptions().meta is False and SyncOptions().bulk is True
     from ls_agreement.plugin.errors import BadInput
     with pytest.raises(BadInput, match="meta"):
         settings_from_mapping({"sync": {"meta": "no"}})
@@ -319,6 +319,9 @@ def test_default_first_sync_is_bulk_only(ls_server: LocalLabelStudio, ls_client:
                        progress=False)
     assert res.push is not None and res.push.mode == "bulk"
     assert res.n_written == 12 and not res.calls.get("PATCH")
-    assert 0 < res.calls["POST"] < 12
     tasks = export(ls_client, pid)
     assert all(META_KEY not in t["meta"] and "agreement_sigma" in t["data"] for t in tasks.values())
+    # one request per distinct (key, value) the tasks now carry, the stamp included
+    ours = [k for k in tasks[min(tasks)]["data"] if k.startswith("agreement_") and k != "agreement_mine"]
+    pairs = {(k, json.dumps(t["data"][k])) for t in tasks.values() for k in ours}
+    assert res.push.bulk_requests == len(pairs)

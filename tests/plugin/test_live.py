@@ -4,6 +4,7 @@ webhooks; afterwards every task must carry exactly what a sync from scratch at t
 baseline gives (issue: "Equal to a full sync"), and no event may write other tasks."""
 from __future__ import annotations
 
+import json
 import random
 import time
 from pathlib import Path
@@ -12,6 +13,11 @@ from typing import Any, Callable
 import pytest
 import requests
 
+from ls_agreement.plugin.client import Connection
+from ls_agreement.plugin.job_backend import StoredEvent
+from ls_agreement.plugin.live.project import RECONCILE, LiveProject
+from ls_agreement.plugin.settings import PluginSettings, ReportSettings, SyncOptions
+from ls_agreement.plugin.state import SyncState
 from tests.plugin.test_serve import (CONFIG, SENT, connect, export, make_tasks, result,  # noqa: F401
                                      start_service, wait_for)
 
@@ -129,3 +135,49 @@ def test_reconcile_counts_a_lost_event(ls_server: Any, ls_client: Any, annotator
 
     wait_for(lambda: _idle(svc, pid) and lost() == 1, 120, "the reconcile to find it")
     assert export(ls_client, pid)[tid]["data"]["agreement_n_annotators"] == 4
+
+
+
+def test_events_in_a_reconciles_job_are_written_by_that_job(
+        ls_server: Any, ls_client: Any, annotators: list[dict], make_project: Callable,
+        tmp_path: Path) -> None:
+    """A job holding annotation events *and* a RECONCILE (the service restarted, or a
+    reconcile was due) writes the events' tasks itself, at the baseline it serves with: not
+    minutes later at the new baseline's swap. A task whose event needed a GET is no lost
+    event; a task changed with no event at all is one."""
+    users = [a["id"] for a in annotators]
+    pid = make_project(CONFIG, make_tasks(users, n=8), title="live reconcile job")
+    settings = PluginSettings(report=ReportSettings(bootstrap=0), sync=SyncOptions(views=False))
+    conn = Connection(ls_server.url, ls_server.token)
+    with SyncState(tmp_path / "state.sqlite") as st:
+        proj = LiveProject(conn, pid, settings, st, tmp_path / "out")
+        proj.run([])                                   # start-up: full read, baseline, push
+        ids = sorted(export(ls_client, pid))
+        # tasks 0, 2, 4 agree fully (make_tasks); one answer each now departs. The first
+        # event carries task and annotation, the second needs a GET, the third never comes.
+        full_id, get_id, silent_id = ids[0], ids[2], ids[4]
+        for tid, new in ((full_id, result("Negative", 5)), (get_id, result("Positive", 5)),
+                         (silent_id, result("Positive", 1))):
+            before = export(ls_client, pid)[tid]["annotations"][0]
+            ls_client.annotations.update(id=before["id"], result=new)
+        fresh = export(ls_client, pid)
+
+        def event(k: int, body: dict[str, Any]) -> StoredEvent:
+            return StoredEvent(k, body["action"], json.dumps(body), time.time())
+
+        base = proj.base
+        out = proj.run([
+            event(1, {"action": "ANNOTATION_UPDATED", "project": {"id": pid},
+                      "annotation": {**fresh[full_id]["annotations"][0], "task": full_id},
+                      "task": {"id": full_id, "data": fresh[full_id]["data"]}}),
+            event(2, {"action": "ANNOTATION_UPDATED", "project": {"id": pid},
+                      "annotation": {"id": fresh[get_id]["annotations"][0]["id"], "task": get_id}}),
+            StoredEvent(3, RECONCILE, None, time.time()),
+        ])
+        assert out.mode == "full" and out.lost == 1            # the silent change only
+        assert proj.base is base                                # the new baseline is not in yet
+        assert {full_id, get_id, silent_id} <= set(out.written)
+        after = export(ls_client, pid)
+        assert all(after[t]["data"]["agreement_sigma"] < 1 for t in (full_id, get_id, silent_id))
+        assert proj.mismatches(after.values()) == []
+    conn.close()

@@ -193,6 +193,8 @@ def test_sigkill_of_a_worker_mid_job_leaves_the_job_to_another(
         cluster: Cluster, ls_client: Any, annotators: list[dict], make_project: Callable) -> None:
     users = [a["id"] for a in annotators]
     pid = make_project(CONFIG, make_tasks(users, n=240), title="redis kill -9")
+    # the meta detail makes the push one PATCH per task: long enough to kill a worker in it
+    cluster.settings.write_text(cluster.settings.read_text() + "meta = true\n")
     cluster.start_serve()
     first = cluster.start_worker("w1")
     wait_for(lambda: cluster.q.workers() == 1, 60, "the first worker")

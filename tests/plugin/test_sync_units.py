@@ -51,7 +51,7 @@ def test_token_kind() -> None:
 
 
 def test_desired_numbers_and_keys() -> None:
-    d = desired_for(REPORT, 7, "fp", {"3": "a@x"})
+    d = desired_for(REPORT, 7, "fp", {"3": "a@x"}, meta=True)
     assert d is not None
     assert d.data["agreement_sigma"] == 0.25
     assert d.data["agreement_alpha"] == -0.1          # worst control
@@ -64,7 +64,7 @@ def test_desired_numbers_and_keys() -> None:
 
 
 def test_merge_keeps_user_keys_and_replaces_ours() -> None:
-    want = desired_for(REPORT, 7, "fp")
+    want = desired_for(REPORT, 7, "fp", meta=True)
     task = {"data": {"text": "hi", "agreement_mine": 5, "agreement_sigma__gone": 0.1},
             "meta": {"src": "x", "agreement": {"keys": ["agreement_sigma__gone"]}}}
     data, meta = merge(task, want, 1000.0)
@@ -161,7 +161,7 @@ def test_annotator_quality_snapshot_never_forces_a_write():
                              "4": {"sigma": 0.8, "alpha": 0.4, "n_items": 12}}})
     from ls_agreement.plugin.annotator_report import annotator_quality
 
-    want = desired_for(report, 1, "fp", {"3": "a@x.org"}, annotator_quality(report))
+    want = desired_for(report, 1, "fp", {"3": "a@x.org"}, annotator_quality(report), meta=True)
     q = want.meta[SNAPSHOT_KEY]
     assert set(q) == {"3", "4"} and q["3"]["overall"]["sigma"] == 0.9 and q["4"]["overall"]["n_items"] == 12
     assert q["3"]["controls"]["c"]["crowdtruth_wqs"] == 0.7 and q["3"]["controls"]["c"]["co_annotators"] == {"4": 0.1}
