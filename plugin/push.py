@@ -96,7 +96,7 @@ def push(conn: Connection, project_id: int, writes: Sequence[Write], *,
          workers: int = 8, chunk: int = 100,
          on_written: Callable[[Write], None] | None = None,
          on_progress: Callable[[int], None] | None = None,
-         bulk: bool = True) -> PushOutcome:
+         bulk: bool = True, patch_up_to: int = 0) -> PushOutcome:
     """Write the planned tasks: data keys in bulk where the server offers it, the rest by
     fresh re-read + concurrent ``PATCH``.
 
@@ -120,6 +120,11 @@ def push(conn: Connection, project_id: int, writes: Sequence[Write], *,
         ``on_progress(done)`` with the number of tasks done so far.
     bulk : bool
         Use the Data Manager action ``add_data_field`` when the project lists it.
+    patch_up_to : int
+        This many writes or fewer go by ``PATCH`` even where the action is listed: the bulk
+        path sends one request per moved key and value, key after key, where a task costs
+        one re-read and one ``PATCH`` (one task of 7 keys: 490 vs 160 ms measured on Label
+        Studio 1.23 here). The live path's events write a task or two at a time.
 
     Returns
     -------
@@ -136,7 +141,7 @@ def push(conn: Connection, project_id: int, writes: Sequence[Write], *,
     progress = _Done(on_written, on_progress)
     if not writes:
         return out
-    use_bulk = bulk and conn.has_dm_action(project_id, BULK_ACTION)
+    use_bulk = bulk and len(writes) > patch_up_to and conn.has_dm_action(project_id, BULK_ACTION)
     patch_writes: list[Write] = list(writes)
     if use_bulk:
         patch_writes = _push_bulk(conn, project_id, writes, now, chunk, out, progress, workers)

@@ -51,6 +51,9 @@ __all__ = ["LiveProject", "LiveOutcome", "RECONCILE", "BASELINE"]
 RECONCILE = "RECONCILE"
 #: The stored event a finished background baseline enqueues to be swapped in.
 BASELINE = "BASELINE"
+#: An event's writes of this many tasks or fewer go by PATCH even where the bulk action is
+#: listed (:func:`~..push.push`): per moved key, bulk costs a request; per task, PATCH does.
+EVENT_PATCH_UP_TO = 3
 
 
 @dataclass
@@ -380,7 +383,8 @@ class LiveProject:
             # With the meta detail on, a task whose annotations changed always needs a PATCH
             # (its fingerprint is in the detail), so the bulk action would only add a read.
             out = push(self.conn, self.project_id, writes, workers=opts.workers, chunk=opts.chunk,
-                       on_written=record, bulk=opts.bulk and not opts.meta)
+                       on_written=record, bulk=opts.bulk and not opts.meta,
+                       patch_up_to=EVENT_PATCH_UP_TO)
         finally:   # what was written is recorded even when the push stops half-way (one transaction)
             self.state.forget_tasks(self.key, [w.task_id for w in done if w.desired is None])
             self.state.record_tasks(self.key, [(w.task_id, w.fingerprint,

@@ -325,3 +325,28 @@ def test_default_first_sync_is_bulk_only(ls_server: LocalLabelStudio, ls_client:
     ours = [k for k in tasks[min(tasks)]["data"] if k.startswith("agreement_") and k != "agreement_mine"]
     pairs = {(k, json.dumps(t["data"][k])) for t in tasks.values() for k in ours}
     assert res.push.bulk_requests == len(pairs)
+
+
+def test_a_few_writes_go_by_patch_where_asked(ls_server: LocalLabelStudio, ls_client: Any,
+                                              make_project: Callable[..., int]) -> None:
+    """``patch_up_to``: the live path's one-task writes skip the action (one request per
+    moved key) for one re-read and one PATCH; above it the same push goes in bulk."""
+    pid = make_project(CONFIG, [{"text": f"t{i}"} for i in range(4)])
+    tasks = export(ls_client, pid)
+    ids = sorted(tasks)
+    want = Desired(data={"agreement_sigma": 0.5, "agreement_alpha": 0.25,
+                         "agreement_flag": 1, "agreement_n_annotators": 3}, meta=None)
+    conn = Connection(ls_server.url, ls_server.token)
+    try:
+        one = push(conn, pid, [Write(ids[0], "fp", want, dict(tasks[ids[0]]["data"]),
+                                     dict(tasks[ids[0]]["meta"]))], patch_up_to=1)
+        assert one.mode == "patch" and one.written == [ids[0]] and one.bulk_requests == 0
+        rest = [Write(t, "fp", want, dict(tasks[t]["data"]), dict(tasks[t]["meta"])) for t in ids[1:]]
+        more = push(conn, pid, rest, patch_up_to=1)
+        assert more.mode == "bulk" and sorted(more.written) == ids[1:]
+    finally:
+        conn.close()
+    after = export(ls_client, pid)
+    assert all(after[t]["data"]["agreement_sigma"] == 0.5 for t in ids)
+    assert _same_json({k: v for k, v in after[ids[0]]["data"].items() if k != UPDATED_KEY},
+                      {k: v for k, v in after[ids[1]]["data"].items() if k != UPDATED_KEY} | {"text": "t0"})
