@@ -223,11 +223,12 @@ class LiveProject:
         if self.mirror is not None and project.get("label_config") == self.config_xml:
             diff = self.mirror.diff(tasks)
             # a task an event of this job announced (one whose payload needed a GET) is no loss
-            lost = len(diff.tasks - (touched or set()))
+            missed = diff.tasks - (touched or set())
+            lost = len(missed)
             if lost:
                 _log(self.log, f"project {self.project_id}: full read ({reason}) found {lost} "
                                f"difference(s) the events did not bring (lost events): tasks "
-                               f"{sorted(diff.tasks - (touched or set()))[:10]}")
+                               f"{sorted(missed)[:10]}")
         self.config_xml = project.get("label_config") or ""
         self.title = project.get("title")
         if not self.config_xml.strip():
