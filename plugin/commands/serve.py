@@ -74,7 +74,8 @@ class Service:
     def __init__(self, args: argparse.Namespace, settings: Any, log: TextIO | None) -> None:
         from ..queue import open_queue
         from ..queue.redis_queue import redact_url
-        from ..web import App, QualityServer
+        from ..web import App
+        from ..web_server import QualityServer
         from ..web_auth import ApiAuth, is_loopback
         from ..webhooks import Receiver
         from ..live.runner import LiveRunner
