@@ -214,6 +214,7 @@ class LiveProject:
         ``touched``: tasks that events of the same job changed (already in the mirror, so
         the read finds no difference there): rescored and written like the differences.
         """
+        touched = touched or set()
         t0 = time.perf_counter()
         project = self.conn.get_project(self.project_id)
         tasks = self.conn.export_tasks(self.project_id)
@@ -223,7 +224,7 @@ class LiveProject:
         if self.mirror is not None and project.get("label_config") == self.config_xml:
             diff = self.mirror.diff(tasks)
             # a task an event of this job announced (one whose payload needed a GET) is no loss
-            missed = diff.tasks - (touched or set())
+            missed = diff.tasks - touched
             lost = len(missed)
             if lost:
                 _log(self.log, f"project {self.project_id}: full read ({reason}) found {lost} "
@@ -247,7 +248,7 @@ class LiveProject:
             assert diff is not None
             # what the events missed or brought, against the current baseline; the new
             # baseline's swap then compares every task with what the read found on the server
-            moved = diff.tasks | (touched or set())
+            moved = diff.tasks | touched
             live = moved & set(self.mirror.tasks)
             apply_scores(self.base.report, score_tasks(self.base, self.mirror, live), moved - live)
             out = LiveOutcome("full", n_events=n_events, touched=sorted(moved), lost=lost)
