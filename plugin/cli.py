@@ -25,11 +25,22 @@ COMMANDS = {
 from .commands.common import EXIT_BAD_INPUT
 
 
+def package_version() -> str:
+    """The installed distribution's version: setup.cfg's ``version`` is the one place it is kept."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("ls-agreement")
+    except PackageNotFoundError:   # run from a checkout that was never installed
+        return "unknown"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ls-agreement",
         description="Chance-corrected annotator agreement for Label Studio projects.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module_name in COMMANDS.items():
         try:
