@@ -24,7 +24,8 @@ from typing import Any, Callable, Iterable, Sequence, TypeVar
 import httpx
 
 from .client_faults import RetryPolicy, _body_text, _is_transient, _status_of
-from .errors import AuthError, BadInput, LabelStudioError, NotFound, RequestRejected, ServerUnavailable
+from .errors import (AuthError, BadInput, IncompatibleSDK, LabelStudioError, NotFound, RequestRejected,
+                     ServerUnavailable)
 
 T = TypeVar("T")
 
@@ -68,6 +69,36 @@ def token_kind(token: str) -> str:
     return "pat" if claims.get("token_type", "refresh") == "refresh" else "access"
 
 
+# The oldest label-studio-sdk this client works with (setup.cfg declares the same floor):
+# 1.0.x has no `LabelStudio` import or rejects `max_retries=`, 2.0.x rejects `max_retries=`,
+# before 2.1.0 there is no `actions.with_raw_response`, and 2.1.0-2.1.1 return a raw
+# response without `.response` (a task deleted during a sync would count as written).
+SDK_FLOOR = "2.1.2"
+
+
+def sdk_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("label-studio-sdk")
+    except PackageNotFoundError:
+        return "(not installed)"
+
+
+def check_sdk() -> None:
+    """Refuse an SDK older than :data:`SDK_FLOOR` with a message saying so (exit 1), before
+    any call whose failure would read as a refused token or a server problem."""
+    found = sdk_version()
+    try:
+        parts = tuple(int(p) for p in re.findall(r"\d+", found)[:3])
+    except ValueError:
+        parts = ()
+    floor = tuple(int(p) for p in SDK_FLOOR.split("."))
+    if not parts or parts < floor:
+        raise IncompatibleSDK(f"label-studio-sdk {found} is installed; ls-agreement needs "
+                              f"label-studio-sdk>={SDK_FLOOR} (pip install 'label-studio-sdk>={SDK_FLOOR}')")
+
+
 class Connection:
     """An SDK client plus retries, error translation and request counting.
 
@@ -85,6 +116,7 @@ class Connection:
 
     def __init__(self, url: str, token: str, *, timeout: float = 60.0,
                  retry: RetryPolicy | None = None, pool: int = 16) -> None:
+        check_sdk()
         from label_studio_sdk import LabelStudio
 
         url = (url or "").strip().rstrip("/")
@@ -110,6 +142,10 @@ class Connection:
             # 60 s) and skip timeouts; ours below cover both.
             self.sdk = LabelStudio(base_url=url, api_key=token.strip(),
                                    httpx_client=http, timeout=timeout, max_retries=0)
+        except TypeError as exc:  # a signature we do not know: the SDK's fault, not the token's
+            raise IncompatibleSDK(f"label-studio-sdk {sdk_version()} does not take the arguments "
+                                  f"ls-agreement passes ({exc}); install label-studio-sdk>="
+                                  f"{SDK_FLOOR}") from exc
         except Exception as exc:  # the SDK validates JWTs eagerly
             raise AuthError(f"token refused by the SDK: {_body_text(exc)}") from exc
 

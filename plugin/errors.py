@@ -22,7 +22,7 @@ from ls_agreement.adapters.errors import AdapterError, AgreementError, BadInput
 __all__ = [
     "EXIT_OK", "EXIT_INTERNAL", "EXIT_BAD_INPUT", "EXIT_SERVER", "AgreementError", "BadInput",
     "AdapterError", "LabelStudioError", "ServerUnavailable", "AuthError", "NotFound",
-    "RequestRejected", "LocalServerError", "exit_code",
+    "RequestRejected", "LocalServerError", "IncompatibleSDK", "exit_code",
 ]
 
 EXIT_OK, EXIT_INTERNAL, EXIT_BAD_INPUT, EXIT_SERVER = 0, 1, 2, 3
@@ -52,6 +52,13 @@ class RequestRejected(LabelStudioError):
 
 class LocalServerError(LabelStudioError):
     """The local Label Studio of ``demo`` and the tests could not be installed or started."""
+
+
+class IncompatibleSDK(AgreementError):
+    """The installed label-studio-sdk lacks what the plugin calls (older than the declared
+    floor): an installation problem, never the token's or the server's fault."""
+
+    exit_code = EXIT_INTERNAL
 
 
 def exit_code(exc: BaseException) -> int:
