@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Hashable, Sequence
 
-__all__ = ["Box", "Polygon", "Keypoint", "Span", "is_region", "REGION_TYPES"]
+__all__ = ["Box", "Polygon", "Keypoint", "Span", "Interval", "Relation", "Attributed", "is_region", "REGION_TYPES"]
 
 
 def _finite(name: str, value: float) -> float:
@@ -100,7 +100,65 @@ class Span:
         return self.end - self.start
 
 
-REGION_TYPES = (Box, Polygon, Keypoint, Span)
+@dataclass(frozen=True, slots=True)
+class Relation:
+    """A relation an annotator drew from one region to another (Label Studio's ``Relations``).
+
+    ``source`` and ``target`` are regions of the same annotation (any region type); a
+    ``direction="left"`` relation is stored with its ends swapped, so ``source`` is always
+    where the arrow starts; ``directed=False`` for ``direction="bi"`` (the two ends are then
+    interchangeable). ``label`` is one relation label, or None for an unlabelled relation.
+    """
+
+    source: Any
+    target: Any
+    label: Hashable | None = None
+    directed: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Attributed:
+    """A per-region answer: the ``value`` a ``perRegion`` control gave to ``region``.
+
+    ``value`` is the control's own common-model value (a choice string, a frozenset of
+    choices or taxonomy paths, a number, a text).
+    """
+
+    region: Any
+    value: Hashable
+
+
+@dataclass(frozen=True, slots=True)
+class Interval:
+    """A labelled 1-d region ``[start, end]`` on a time or reading axis; ``end == start``
+    is an *instant* (a time-series point event).
+
+    Positions are floats in the control's own unit: seconds (audio), frames (video
+    timeline, ``[first - 1, last]`` so a frame counts 1), the time series' x values
+    (seconds since the epoch for dates), or a character position in the concatenated
+    paragraphs (adapters/intervals.py says which).
+    """
+
+    start: float
+    end: float
+    label: Hashable | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "start", _finite("start", self.start))
+        object.__setattr__(self, "end", _finite("end", self.end))
+        if self.end < self.start:
+            raise ValueError(f"Interval end ({self.end}) is before start ({self.start})")
+
+    @property
+    def instant(self) -> bool:
+        return self.end == self.start
+
+    @property
+    def length(self) -> float:
+        return self.end - self.start
+
+
+REGION_TYPES = (Box, Polygon, Keypoint, Span, Interval)
 
 
 def is_region(value: Any) -> bool:
