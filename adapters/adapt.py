@@ -2,11 +2,11 @@
 
 One pass over tasks, annotations and results: each result is dispatched by ``from_name``
 to its control's family module (``regions``, ``spans``, ``text``, ``choices``,
-``scalars``, ``ranking``, ``pairwise``), which turns it into a common-model object. Then
+``scalars``, ``ranking``, ``pairwise``, ``intervals``), which turns it into a common-model object. Then
 each control builds one value per (task, annotator).
 
 Missing vs empty (README, "Adapters"): an annotator who submitted an annotation on a task
-gives every applicable control a value; for multi-object kinds (regions, spans) and set
+gives every applicable control a value; for multi-object kinds (regions, spans, intervals) and set
 kinds (multiple choice, taxonomy) a control left empty is the empty value (``()`` /
 ``frozenset()``): "nothing to mark" is an answer. For scalar-like kinds (single choice,
 rating, number, datetime, text, ranking, pairwise) an unanswered control is *missing*
@@ -28,7 +28,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from . import choices, pairwise, ranking, regions, scalars, spans, text
+from . import choices, intervals, pairwise, ranking, regions, scalars, spans, text
 from .config import LabelingConfig, parse_config
 from .control import ControlData, candidate_distances, default_distance
 from .errors import AdapterError, BadValue, Problems, SuspectValue, show
@@ -38,7 +38,7 @@ from .tasks import select_annotations
 __all__ = ["Adapted", "adapt"]
 
 FAMILIES = {"regions": regions, "spans": spans, "text": text, "choices": choices,
-            "scalars": scalars, "ranking": ranking, "pairwise": pairwise}
+            "scalars": scalars, "ranking": ranking, "pairwise": pairwise, "intervals": intervals}
 _KNOWN_TYPES = set().union(*(m.TYPES for m in FAMILIES.values()))
 _EMPTY: list = []   # marker: an annotation without results for a multi-object/set control
 
@@ -231,8 +231,11 @@ def adapt(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool =
     controls: dict[str, ControlData] = {}
     for n, spec in specs.items():
         cell = cells[n]
-        state, ctl_warn = (fam[n].plan([c[2] for c in cell], spec) if hasattr(fam[n], "plan")
-                           else (None, []))
+        if hasattr(fam[n], "plan_cells"):   # a plan that needs each cell's task (intervals)
+            state, ctl_warn = fam[n].plan_cells(cell, spec)
+        else:
+            state, ctl_warn = (fam[n].plan([c[2] for c in cell], spec) if hasattr(fam[n], "plan")
+                               else (None, []))
         build = fam[n].build
         empty = frozenset() if spec.kind == "sets" else ()
         vi, va, vv = [], [], []

@@ -30,12 +30,13 @@ SUPPORTED_CONTROLS: dict[str, str] = {
     "rating": "scalars", "number": "scalars", "datetime": "scalars",
     "ranker": "ranking",
     "pairwise": "pairwise",
+    "timelinelabels": "intervals", "timeserieslabels": "intervals", "paragraphlabels": "intervals",
 }
 # Real Label Studio controls this plugin does not measure (yet): skipped with a warning.
 UNSUPPORTED_CONTROLS = {
-    "brushlabels", "brush", "ellipselabels", "ellipse", "paragraphlabels",
-    "timeserieslabels", "videorectangle", "relations", "relation", "magicwand",
-    "bitmasklabels", "bitmask", "vectorlabels", "vector", "timelinelabels",
+    "brushlabels", "brush", "ellipselabels", "ellipse",
+    "videorectangle", "relations", "relation", "magicwand",
+    "bitmasklabels", "bitmask", "vectorlabels", "vector",
     "matrix", "datetime-range", "smartlabels",
 }
 # Tags that never carry results (layout, children of controls).
@@ -43,6 +44,12 @@ _LAYOUT = {"view", "header", "style", "filter", "collapse", "panel", "label", "c
            "bucket", "relation", "shortcut", "hypertext-label", "ranker-bucket"}
 
 _REGION_KIND = {"rectangle": "boxes", "polygon": "polygons", "keypoint": "keypoints"}
+# object tag (lower case) -> the axis of the 1-d regions drawn on it (adapters/intervals.py)
+_INTERVAL_AXIS = {"audio": "audio", "audioplus": "audio", "video": "timeline", "timeseries": "timeseries",
+                  "paragraphs": "paragraphs"}
+# the object each 1-d labels control draws on
+_INTERVAL_OBJECT = {"timelinelabels": "timeline", "timeserieslabels": "timeseries",
+                    "paragraphlabels": "paragraphs"}
 
 
 _LISTED_SCALE = 100   # Rating answers listed (options) up to this maxRating
@@ -285,6 +292,16 @@ def _image_region_of(obj: str, root: ET.Element) -> str | None:
     return found[0] if found else None
 
 
+def _object_attrs(root: ET.Element, name: str) -> dict[str, str]:
+    """The XML attributes of the object tag named ``name``, names lower-cased (Label Studio
+    reads tag attributes case-insensitively)."""
+    for node in root.iter():
+        if (isinstance(node.tag, str) and node.get("name") == name and node.get("value") is not None
+                and node.get("toName") is None):
+            return {k.lower(): v for k, v in node.attrib.items()}
+    return {}
+
+
 def _range_bound(node: ET.Element, key: str, where: str, problem) -> float | None:
     raw = node.get(key)
     if raw is None or raw.strip() == "":
@@ -335,14 +352,27 @@ def _make_spec(node: ET.Element, name: str, to_name: list[str], object_tags: lis
         region = low.replace("labels", "")
         spec.region, spec.kind = region, _REGION_KIND[region]
         spec.labels = closed_set("label", "labels") if low.endswith("labels") else None
-    elif family == "labels":  # Labels: spans on text, regions on images
+    elif family == "labels":  # Labels: spans on text, regions on images, 1-d regions on media
         if obj_low in ("text", "hypertext"):
             spec.family, spec.kind = "spans", "spans"
         elif obj_low == "image":
             region = _image_region_of(to_name[0], root) or "rectangle"
             spec.family, spec.region, spec.kind = "regions", region, _REGION_KIND[region]
+        elif obj_low in _INTERVAL_AXIS and obj_low != "video":
+            # (Labels on a Video label its VideoRectangle regions, not timeline ones)
+            spec.family, spec.region, spec.kind = "intervals", _INTERVAL_AXIS[obj_low], "intervals"
+            spec.object_attrs = _object_attrs(root, to_name[0])
         else:
             return None
+        spec.labels = closed_set("label", "labels")
+    elif family == "intervals":
+        axis = _INTERVAL_OBJECT[low]
+        if _INTERVAL_AXIS.get(obj_low) != axis:
+            wanted = {"timeline": "a Video", "timeseries": "a TimeSeries", "paragraphs": "a Paragraphs"}[axis]
+            raise _Skip(f"{node.tag} needs {wanted} object, but {to_name[0]!r} is a {object_tags[0]}",
+                        f"{where}.toName")
+        spec.region, spec.kind = axis, "intervals"
+        spec.object_attrs = _object_attrs(root, to_name[0])
         spec.labels = closed_set("label", "labels")
     elif family == "spans":
         spec.labels, spec.kind = closed_set("label", "labels"), "spans"

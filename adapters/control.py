@@ -22,7 +22,7 @@ __all__ = ["ControlData", "DEFAULT_DISTANCE", "default_distance", "candidate_dis
 DEFAULT_DISTANCE: dict[str, str] = {
     "boxes": "boxes.iou", "polygons": "polygons.iou", "keypoints": "keypoints.oks",
     "spans": "spans.lenient", "text": "text.levenshtein", "rankings": "rankings.kendall",
-    "sets": "sets.masi", "pairwise": "nominal",
+    "sets": "sets.masi", "pairwise": "nominal", "intervals": "intervals.overlap",
 }
 _SCALAR_DEFAULT = {"choices": "nominal", "rating": "ordinal", "number": "interval",
                    "datetime": "interval"}

@@ -34,9 +34,13 @@ class ControlSpec:
     kind: str                         # value kind of the common model: a registry prefix (metrics KINDS)
     labels: list[str] | None = None   # answers as results hold them (alias or value); taxonomy leaf paths
     multiple: bool = False            # Choices choice="multiple"; Taxonomy is always multiple
-    region: str | None = None         # rectangle|polygon|keypoint for image regions
+    region: str | None = None         # rectangle|polygon|keypoint for image regions; the axis of
+                                      # intervals: audio|timeline|timeseries|paragraphs
     buckets: list[str] | None = None  # Ranker Bucket names, in config order
     attrs: dict[str, str] = field(default_factory=dict)   # the raw XML attributes, data only
+    # the first object's XML attributes, names lower-cased as Label Studio reads them
+    # (timeformat of a TimeSeries, splitchannels of an Audio, textkey of Paragraphs), data only
+    object_attrs: dict[str, str] = field(default_factory=dict)
     data_keys: list[str | None] = field(default_factory=list)  # task.data key per object
     scale: tuple[int, int] | None = None  # Rating: 1..maxRating, never materialized
     number_range: tuple[float | None, float | None] = (None, None)  # Number: min, max

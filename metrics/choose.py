@@ -18,13 +18,13 @@ import pandas as pd
 from .distances import registry
 from .distances.registry import DistanceLike
 from .engine import AgreementResult, Duplicates, Form, KsMethod, Scored, agreement, score
-from .model import Box, Keypoint, Polygon, Span
+from .model import Box, Interval, Keypoint, Polygon, Span
 from .result import Result, strict_json
 from .table import code_table
 
 __all__ = ["infer_kind", "DistanceChoice", "choose_distance"]
 
-_REGION_KINDS = {Box: "boxes", Polygon: "polygons", Keypoint: "keypoints", Span: "spans"}
+_REGION_KINDS = {Box: "boxes", Polygon: "polygons", Keypoint: "keypoints", Span: "spans", Interval: "intervals"}
 
 
 def _is_number(x: Any) -> bool:
@@ -36,8 +36,8 @@ def infer_kind(values: Sequence[Any]) -> str:
 
     Rules (first match; ``None`` values are skipped):
 
-    - sequences of Box / Polygon / Keypoint / Span -> "boxes" / "polygons" / "keypoints" /
-      "spans" (empty sequences fit any of them; all empty -> error);
+    - sequences of Box / Polygon / Keypoint / Span / Interval -> "boxes" / "polygons" /
+      "keypoints" / "spans" / "intervals" (empty sequences fit any of them; all empty -> error);
     - (frozen)sets -> "sets";
     - numbers -> "scalars";
     - strings -> "text" when most are distinct and some contain whitespace (free text),

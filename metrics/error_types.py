@@ -1,7 +1,7 @@
 """What kind of disagreement: localization, label or missed/extra regions (docs/formulas.md §11).
 
 For every item and every pair of annotators on it, the two annotators' regions (boxes,
-polygons or spans) are matched one to one by overlap: Hungarian assignment maximizing
+polygons, spans or 1-d intervals) are matched one to one by overlap: Hungarian assignment maximizing
 the summed IoU (``scipy.optimize.linear_sum_assignment``; labels ignored, ties broken
 towards the same label), and only pairs that overlap (IoU > 0) count as matched. Then
 each matched pair is
@@ -16,7 +16,9 @@ and a region without a match is ``extra`` for its annotator and ``missed`` for t
 Spans compare exact boundaries (threshold 1: any boundary difference is a boundary
 error); boxes and polygons default to IoU 0.5 (PASCAL VOC's and TIDE's foreground cut,
 Bolya et al. 2020, whose error classes these follow). Zero-length spans mark nothing and
-are ignored, as in the span distances.
+are ignored, as in the span distances. Intervals score by the similarity of
+``intervals.overlap`` (1-d IoU; an instant by its distance to the other region, relative
+to the tolerance τ) with the boxes' threshold 0.5.
 
 An annotator's *disagreement* is their localization + label + both + missed + extra
 counts over all their pairs; the shares say which kind dominates. A control's counts take
@@ -34,16 +36,16 @@ from scipy.optimize import linear_sum_assignment
 from .distances._ragged import cross_layout
 from .distances.base import value_keys
 from .distances.multi_object import flatten_regions
-from .model import Box, Polygon, Span
+from .model import Box, Interval, Polygon, Span
 from .result import Result, finite_or_none
 from .table import CodedTable, code_table, observed_pairs
 
 __all__ = ["ErrorTypesResult", "error_types", "CATEGORIES", "RegionKind"]
 
-RegionKind = Literal["boxes", "polygons", "spans"]
+RegionKind = Literal["boxes", "polygons", "spans", "intervals"]
 #: The disagreement categories of one annotator, in report order.
 CATEGORIES = ("localization", "label", "both", "missed", "extra")
-_TYPES = {"boxes": Box, "polygons": Polygon, "spans": Span}
+_TYPES = {"boxes": Box, "polygons": Polygon, "spans": Span, "intervals": Interval}
 # a tiny bonus for the same label: among equally overlapping regions, the same label matches
 _SAME_LABEL_TIE = 1e-9
 # pool pairs by (item, value pair) only when pairs outnumber values this many times (as metrics/cells.py)
@@ -67,7 +69,7 @@ class ErrorTypesResult(Result):
     overall : dict
         Counts over all pairs, each once: ``agreed``, ``localization``, ``label``,
         ``both``, ``unmatched``, ``disagreement``, and ``share_<category>``.
-    kind : {"boxes", "polygons", "spans"}
+    kind : {"boxes", "polygons", "spans", "intervals"}
     threshold : float
     """
 
@@ -105,12 +107,12 @@ def error_types(table: pd.DataFrame, *, kind: RegionKind | None = None,
     ----------
     table : DataFrame with columns item, annotator, value, shape (n_rows, 3)
         One row per annotator per item; a value is a sequence of :class:`Box`,
-        :class:`Polygon` or :class:`Span` (possibly empty).
-    kind : {"boxes", "polygons", "spans"}, optional
+        :class:`Polygon`, :class:`Span` or :class:`Interval` (possibly empty).
+    kind : {"boxes", "polygons", "spans", "intervals"}, optional
         Default: from the first region found.
     threshold : float, optional
-        IoU below which a matched pair is a localization error; default 0.5 for boxes
-        and polygons, 1 (exact boundaries) for spans.
+        IoU below which a matched pair is a localization error; default 0.5 for boxes,
+        polygons and intervals, 1 (exact boundaries) for spans.
 
     Returns
     -------
@@ -339,9 +341,11 @@ def _iou_function(kind: str, packed: Any) -> Any:
             return inter / np.maximum(union, 1)
         return span_iou
     from .distances.boxes import BoxDistance
+    from .distances.intervals import IntervalDistance
     from .distances.polygons import PolygonDistance
 
-    dist = BoxDistance("iou", labels="ignore") if kind == "boxes" else PolygonDistance(labels="ignore")
+    dist = {"boxes": lambda: BoxDistance("iou", labels="ignore"), "intervals": lambda: IntervalDistance(labels="ignore"),
+            "polygons": lambda: PolygonDistance(labels="ignore")}[kind]()
     dist.pack(packed)
     return lambda a, b: np.clip(dist.similarity(packed, a, b), 0.0, 1.0)
 

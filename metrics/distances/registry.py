@@ -14,7 +14,7 @@ DistanceLike = str | Distance | Callable[[Any, Any], float]
 #: distances (``"sets"`` -> ``sets.jaccard``). Scalars use the bare level names
 #: (``nominal``, ``ordinal``, ``interval``, ``ratio``); Pairwise preferences the scalar ones.
 KINDS: tuple[str, ...] = ("scalars", "sets", "rankings", "vectors", "text", "spans", "boxes", "polygons",
-                          "keypoints", "pairwise")
+                          "keypoints", "pairwise", "intervals")
 #: The singular kind names used before they matched the registry prefixes; still accepted
 #: wherever a kind is passed in, and read as the plural.
 SINGULAR_KINDS: dict[str, str] = {"scalar": "scalars", "set": "sets", "ranking": "rankings",

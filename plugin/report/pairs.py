@@ -27,7 +27,8 @@ __all__ = ["pair_matrix_section", "label_section", "project_pair_matrix", "LABEL
 
 #: Tags whose values carry labels from a declared list (lower case, as ``ControlData.tag``).
 LABEL_TAGS = frozenset({"choices", "labels", "rectanglelabels", "polygonlabels", "keypointlabels", "taxonomy",
-                        "ellipselabels", "brushlabels", "hypertextlabels", "paragraphlabels", "timeserieslabels"})
+                        "ellipselabels", "brushlabels", "hypertextlabels", "paragraphlabels", "timeserieslabels",
+                        "timelinelabels"})
 #: Annotators paired per control: like the co-annotator map, the matrix grows as annotators².
 MAX_PAIR_ANNOTATORS = 100
 #: Pairs sharing fewer tasks are left out of the matrix.
@@ -35,7 +36,7 @@ MIN_PAIR_ITEMS = 3
 #: Confused label pairs kept per control.
 TOP_CONFUSIONS = 10
 # region values join a region's several labels with "|" (adapters/fields.py label_key)
-_REGION_KINDS = {"boxes", "polygons", "keypoints", "spans"}
+_REGION_KINDS = {"boxes", "polygons", "keypoints", "spans", "intervals"}
 
 
 def _num(v: Any) -> float | None:

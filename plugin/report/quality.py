@@ -11,7 +11,7 @@ distance and D̂e:
   (all versions pooled), Label Studio's "prediction agreement" column.
 * ``models`` — per model version: agreement with the humans (every human value on the
   items it predicted; each item weighs once) and with ground truth.
-* ``error_types`` — for boxes, polygons and spans (``metrics/error_types.py``).
+* ``error_types`` — for boxes, polygons, spans and intervals (``metrics/error_types.py``).
 
 All agreements use the control's distance and D̂e (docs/formulas.md §10), bootstrap
 intervals with the report's resamples and seed. A failure becomes a warning.
@@ -34,7 +34,7 @@ from .model import (ControlReport, ErrorCounts, ErrorTypesSection, ModelAgreemen
 __all__ = ["reference_measures", "MODEL_PREFIX", "ERROR_KINDS"]
 
 MODEL_PREFIX = "model:"
-ERROR_KINDS = ("boxes", "polygons", "spans")
+ERROR_KINDS = ("boxes", "polygons", "spans", "intervals")
 # the IoU below which a matched region pair is a localization error (TIDE's foreground cut)
 ERROR_IOU = 0.5
 
