@@ -43,6 +43,7 @@ from .bootstrap_cutoffs import Cutoffs
 from .bootstrap_weights import _DENSE_COLS, _ELEMS, _CellChance, _incidence, _Linear, _PairChance
 from .cells import ObservedCells, pairs_as_cells
 from .expected import Expected
+from .stratified_chance import StrataChance, subsample_by_stratum
 from .table import CodedTable, all_between_pairs, sample_between_pairs
 
 __all__ = ["bootstrap_intervals", "Replicates", "MAX_EXPECTED", "MAX_CELLS"]
@@ -156,6 +157,7 @@ class Replicates:
 
         # chance distribution of a replicate
         self.chance = self._chance(ct, dist, prepared, cells, ex, rng, self.linear)
+        self.stratified = isinstance(self.chance, StrataChance)
         values = self.chance.values
 
         # observed side: distinct levels, KS groups, σ sides
@@ -183,7 +185,17 @@ class Replicates:
 
     @staticmethod
     def _chance(ct: CodedTable, dist: Distance, prepared: object, cells: ObservedCells, ex: Expected,
-                rng: np.random.Generator, linear: _Linear) -> _PairChance | _CellChance:
+                rng: np.random.Generator, linear: _Linear) -> _PairChance | _CellChance | StrataChance:
+        if ex.chance_prepared is not None:   # items offering their own answers: chance on its own view
+            prepared = ex.chance_prepared
+        if ex.strata is not None:
+            st = ex.strata
+            sel = subsample_by_stratum(st.pair_stratum, st.n_strata, MAX_EXPECTED, rng)
+            m = ct.item_size.astype(np.float64)
+            n_o = np.bincount(cells.item, weights=cells.weight, minlength=ct.n_items)
+            s_do = np.bincount(cells.item, weights=cells.weight * cells.d, minlength=ct.n_items)
+            return StrataChance(ct, ct.item[ex.i[sel]], ct.item[ex.j[sel]], ex.distances[sel],
+                                st.pair_stratum[sel], st.item_stratum, st.n_strata, linear, n_o, m, s_do)
         if ex.i is not None:
             sel = _subsample(ex.distances.size, MAX_EXPECTED, rng)
             return _PairChance(ct.item[ex.i[sel]], ct.item[ex.j[sel]], ex.distances[sel], ct.n_items)
@@ -251,7 +263,8 @@ class Replicates:
             else:
                 do_c = 2.0 * so_c / n_b
                 n_between = (n_b * (n_b - 1.0) - n_m1) / 2.0
-                d_e = 2.0 * (so + de_mean * n_between) / (n_b * (n_b - 1.0))
+                d_e = (self.chance.canonical_d_e(wt) if self.stratified else
+                       2.0 * (so + de_mean * n_between) / (n_b * (n_b - 1.0)))
                 alpha = 1.0 - do_c / d_e
 
             # KS: mean over observed pairs of the chance weight above them / (total + 1)

@@ -10,8 +10,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .cells import ObservedCells
-from .distances.base import Distance, check_distances, compute_distinct
+from .distances.base import Distance, check_distances, compute_distinct, value_keys
 from .distances.scalars import ScalarDistance
+from .stratified_chance import Strata, stratified_expected
 from .table import CodedTable, all_between_pairs, between_pair_count, sample_between_pairs
 
 __all__ = ["Expected", "expected_distances"]
@@ -44,6 +45,10 @@ class Expected:
     pooled : tuple of ndarray, shape (u,) each — the distribution as distinct distances
         and their pair counts (what KS and σ read; a crowd project's large sample of
         chance pairs holds few distinct distances)
+    chance_prepared : ``dist.prepare`` of the values chance pairs compare, when they are
+        not the values themselves (items offering their own answers: ``ct.options``)
+    strata : the chance pairs' strata (:class:`~.stratified_chance.Strata`) when items
+        offering their own answers fall in several; ``weights`` then mix the strata
     """
 
     distances: np.ndarray
@@ -57,6 +62,8 @@ class Expected:
     exact_distribution: bool
     n_pairs: int
     pooled: tuple[np.ndarray, np.ndarray] | None = None
+    chance_prepared: object = None
+    strata: "Strata | None" = None
 
     def distribution(self) -> tuple[np.ndarray, np.ndarray | None]:
         """``(distances, weights)`` of the chance distribution, pooled when that is smaller."""
@@ -127,7 +134,29 @@ def expected_distances(ct: CodedTable, dist: Distance, prepared: object, cells: 
     ct : the coded table; ``prepared`` = ``dist.prepare(ct.values)``
     cells : the observed (within-item) pairs and their distances, pooled with counts
     expected_pairs : None (as many as observed, at least 10,000), an int, or "all"
+
+    When the table's items offer their own answers (``ct.options``), chance pairs compare
+    the values' chance view and, with several strata, only join items of one stratum
+    (:mod:`.stratified_chance`).
     """
+    keys = cells.keys
+    if ct.options is not None:
+        # items offer their own answers: chance compares the values' chance view (options as
+        # positions), within strata of items that offer as many (docs/formulas.md §1)
+        prepared = dist.prepare(ct.options.chance_values)
+        keys = value_keys(ct.options.chance_values) if keys is not None else None
+        if ct.options.n_strata > 1:
+            return stratified_expected(ct, dist, prepared, keys, cells,
+                                       _target_size(cells.n_pairs, expected_pairs), MAX_ALL_PAIRS, rng)
+    ex = _pooled_expected(ct, dist, prepared, keys, cells, expected_pairs, rng)
+    if ct.options is not None:
+        ex.chance_prepared = prepared
+    return ex
+
+
+def _pooled_expected(ct: CodedTable, dist: Distance, prepared: object, keys: np.ndarray | None,
+                     cells: ObservedCells, expected_pairs: int | str | None, rng: np.random.Generator) -> Expected:
+    """Chance pooled over every pair of items (one stratum)."""
     n = ct.n_values
     n_all = n * (n - 1) // 2
     n_between = n_all - cells.n_pairs
@@ -135,7 +164,7 @@ def expected_distances(ct: CodedTable, dist: Distance, prepared: object, cells: 
     if isinstance(dist, ScalarDistance):
         return _scalar_expected(ct, dist, np.asarray(prepared, dtype=np.float64), cells,
                                 n_between, within_sum, expected_pairs, rng)
-    d, i, j, exact, pooled = _sampled(ct, dist, prepared, expected_pairs, cells.n_pairs, rng, cells.keys)
+    d, i, j, exact, pooled = _sampled(ct, dist, prepared, expected_pairs, cells.n_pairs, rng, keys)
     between_mean = float(d.mean())
     return Expected(d, None, i, j, within_sum + between_mean * n_between, n_between, between_mean,
                     exact, exact, int(d.size), pooled)

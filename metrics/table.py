@@ -7,6 +7,8 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from .item_options import ItemOptions, item_options
+
 __all__ = ["CodedTable", "code_table", "long_table", "Duplicates", "factorize", "show", "require_unique_long_table", "observed_pairs", "between_pair_count", "sample_between_pairs",
            "all_between_pairs"]
 
@@ -27,6 +29,8 @@ class CodedTable:
     item_start, item_size : ndarray, shape (n_items,) — each item's rows are
         ``item_start[u] : item_start[u] + item_size[u]``
     n_unpairable : int — items dropped for having fewer than two values
+    options : ItemOptions or None — when items offer their own answers (an ``options``
+        column): the values chance compares and the strata it pairs in (``item_options``)
     """
 
     values: np.ndarray
@@ -37,6 +41,7 @@ class CodedTable:
     item_start: np.ndarray
     item_size: np.ndarray
     n_unpairable: int
+    options: "ItemOptions | None" = None
     # the last between-item draw: (size, generator state before, state after, i, j)
     _last_draw: tuple | None = field(default=None, repr=False, compare=False)
 
@@ -205,6 +210,10 @@ def require_unique_long_table(table: pd.DataFrame) -> None:
 def code_table(table: pd.DataFrame, duplicates: Duplicates = "error") -> CodedTable:
     """Validate ``table`` (:func:`long_table`) and code items and annotators as integers.
 
+    An optional ``options`` column gives, per row, the answers its item offered (the same
+    on every row of an item): chance then comes from what each item offers
+    (:mod:`.item_options`, docs/formulas.md §1).
+
     Raises
     ------
     ValueError
@@ -243,6 +252,11 @@ def code_table(table: pd.DataFrame, duplicates: Duplicates = "error") -> CodedTa
     ann_used = np.zeros(len(ann_labels), dtype=bool)
     ann_used[ann_codes[order]] = True
     ann_new = np.cumsum(ann_used) - 1
+    offered = None
+    if "options" in table.columns:   # long_table kept every row (duplicates="keep"), in order
+        offered = item_options(values[order], table["options"].to_numpy(dtype=object)[order],
+                               np.cumsum(starts_mask) - 1, starts.astype(np.int64),
+                               np.asarray(item_labels)[items_sorted[starts]])
     return CodedTable(
         values=values[order],
         item=np.cumsum(starts_mask) - 1,
@@ -252,6 +266,7 @@ def code_table(table: pd.DataFrame, duplicates: Duplicates = "error") -> CodedTa
         item_start=starts.astype(np.int64),
         item_size=sizes.astype(np.int64),
         n_unpairable=n_unpairable,
+        options=offered,
     )
 
 
