@@ -11,10 +11,12 @@ a value never mixes the two.
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass, field
-from typing import Any, Hashable, Sequence
+from typing import Any, Hashable, NamedTuple, Sequence
 
-__all__ = ["Box", "Polygon", "Keypoint", "Span", "Interval", "Relation", "Attributed", "is_region", "REGION_TYPES"]
+__all__ = ["Box", "Polygon", "Keypoint", "Mask", "Ellipse", "Curve", "Span", "Interval", "Relation", "Attributed", "is_region",
+           "Keyframe", "Track", "REGION_TYPES"]
 
 
 def _finite(name: str, value: float) -> float:
@@ -76,6 +78,113 @@ class Keypoint:
     def __post_init__(self) -> None:
         object.__setattr__(self, "x", _finite("x", self.x))
         object.__setattr__(self, "y", _finite("y", self.y))
+
+
+@dataclass(frozen=True, slots=True)
+class Mask:
+    """A pixel mask on an image of ``height`` × ``width`` pixels (brush, bitmask regions).
+
+    ``runs`` holds the "on" pixels as canonical row runs, uint32 ``(start, length)`` pairs
+    of row-major offsets (:mod:`~ls_agreement.metrics.mask_runs`); equal masks have equal
+    bytes. Build one from a pixel array with :meth:`from_array`.
+    """
+
+    height: int
+    width: int
+    runs: bytes = b""
+    label: Hashable | None = None
+
+    def __post_init__(self) -> None:
+        from .mask_runs import check_runs
+
+        for name in ("height", "width"):
+            v = getattr(self, name)
+            if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < 1:
+                raise ValueError(f"Mask {name} must be a positive integer, got {v!r}")
+            object.__setattr__(self, name, int(v))
+        if not isinstance(self.runs, bytes):
+            raise ValueError(f"Mask runs must be bytes, got {type(self.runs).__name__}")
+        check_runs(self.runs, self.height, self.width)
+
+    @classmethod
+    def from_array(cls, array: Any, label: Hashable | None = None) -> "Mask":
+        """The mask of a 2-D array's nonzero pixels, shape (height, width)."""
+        import numpy as np
+
+        from .mask_runs import runs_from_array
+
+        a = np.asarray(array)
+        return cls(int(a.shape[0]), int(a.shape[1]) if a.ndim > 1 else 0, runs_from_array(a), label)
+
+    def to_array(self) -> Any:
+        """The boolean pixel array, shape (height, width)."""
+        from .mask_runs import array_from_runs
+
+        return array_from_runs(self.runs, self.height, self.width)
+
+    @property
+    def area(self) -> int:
+        """Pixels on."""
+        from .mask_runs import unpack_runs
+
+        return int(unpack_runs(self.runs)[1].sum())
+
+
+@dataclass(frozen=True, slots=True)
+class Ellipse:
+    """An ellipse, Label Studio style: centre ``(x, y)``, radii along its own axes, and
+    ``rotation`` degrees clockwise on screen (y pointing down) about the centre."""
+
+    x: float
+    y: float
+    radius_x: float
+    radius_y: float
+    rotation: float = 0.0
+    label: Hashable | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("x", "y", "radius_x", "radius_y", "rotation"):
+            object.__setattr__(self, name, _finite(name, getattr(self, name)))
+        if self.radius_x < 0 or self.radius_y < 0:
+            raise ValueError(f"Ellipse radii must be >= 0, got {self.radius_x}, {self.radius_y}")
+
+
+@dataclass(frozen=True, slots=True)
+class Curve:
+    """A polyline or a branching skeleton (Label Studio's vector regions).
+
+    Its segments join ``points`` along ``edges`` (pairs of point indices); without
+    ``edges`` they join consecutive points, and ``closed`` adds the segment from the last
+    point back to the first (with three points or more). With ``edges`` given, ``closed``
+    only records what the annotator set. Curved (Bézier) parts are given as polylines.
+    """
+
+    points: tuple[tuple[float, float], ...]
+    closed: bool = False
+    label: Hashable | None = None
+    edges: tuple[tuple[int, int], ...] | None = None
+
+    def __post_init__(self) -> None:
+        pts = tuple((_finite("x", p[0]), _finite("y", p[1])) for p in self.points)
+        if not pts:
+            raise ValueError("a Curve needs at least one point")
+        object.__setattr__(self, "points", pts)
+        object.__setattr__(self, "closed", bool(self.closed))
+        if self.edges is not None:
+            n = len(pts)
+            edges = tuple((int(a), int(b)) for a, b in self.edges)
+            bad = [e for e in edges if not (0 <= e[0] < n and 0 <= e[1] < n)]
+            if bad:
+                raise ValueError(f"Curve edge {bad[0]} names a point outside 0..{n - 1}")
+            object.__setattr__(self, "edges", edges)
+
+    def segments(self) -> tuple[tuple[int, int], ...]:
+        """The point index pairs its segments join."""
+        if self.edges is not None:
+            return self.edges
+        n = len(self.points)
+        out = tuple((k, k + 1) for k in range(n - 1))
+        return out + ((n - 1, 0),) if self.closed and n >= 3 else out
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +267,79 @@ class Interval:
         return self.end - self.start
 
 
-REGION_TYPES = (Box, Polygon, Keypoint, Span, Interval)
+class Keyframe(NamedTuple):
+    """One keyframe of a video track, as Label Studio keeps it in ``value.sequence``.
+
+    ``frame`` is the frame number (Label Studio counts from 1); ``enabled=False`` hides the
+    box after this frame until the next keyframe. The box fields are a :class:`Box`'s.
+    """
+
+    frame: int
+    enabled: bool
+    x: float
+    y: float
+    width: float
+    height: float
+    rotation: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Track:
+    """One object tracked through a video (``VideoRectangle``): its keyframes, by frame.
+
+    The frames that show the box, and where (Label Studio's editor; mirrored by
+    ``ls_agreement.metrics.distances.tracks``, docs/formulas.md "Video tracks"):
+
+    - none before the first keyframe;
+    - at a keyframe's own frame, that keyframe's box, enabled or not;
+    - between two keyframes, when the earlier is enabled, the box interpolated linearly
+      between them (rotation the shorter way round); none when it is disabled;
+    - after the last keyframe, when it is enabled, its box up to frame ``end``.
+
+    ``end`` is the video's last frame (Label Studio's ``framesCount``); None: the track
+    ends at its last keyframe. Coordinates as :class:`Box`: pixels when the frame size is
+    known, else percent of the frame (Label Studio's units; its VideoRectangle results
+    carry no frame size, so percent in practice). Keyframes are kept sorted by frame
+    (stable: two keyframes on one frame keep their order, as Label Studio reads them).
+    """
+
+    keyframes: tuple[Keyframe, ...]
+    end: int | None = None
+    label: Hashable | None = None
+
+    def __post_init__(self) -> None:
+        kfs = []
+        for raw in self.keyframes:
+            k = raw if isinstance(raw, Keyframe) else Keyframe(*raw)
+            frame = _frame("keyframe frame", k.frame)
+            x, y, w, h, rot = (_finite(n, getattr(k, n)) for n in ("x", "y", "width", "height", "rotation"))
+            if w < 0 or h < 0:
+                raise ValueError(f"keyframe width/height must be >= 0, got {w}, {h}")
+            kfs.append(Keyframe(frame, bool(k.enabled), x, y, w, h, rot))
+        if not kfs:
+            raise ValueError("a Track needs at least one keyframe")
+        kfs.sort(key=lambda k: k.frame)
+        object.__setattr__(self, "keyframes", tuple(kfs))
+        if self.end is not None:
+            object.__setattr__(self, "end", _frame("Track end", self.end))
+
+
+def _frame(name: str, value: Any) -> int:
+    """A frame number: a non-negative integer (an integral float is accepted)."""
+    if isinstance(value, bool):
+        v = -1
+    elif isinstance(value, numbers.Integral):
+        v = int(value)
+    elif isinstance(value, numbers.Real) and math.isfinite(value) and float(value).is_integer():
+        v = int(value)
+    else:
+        v = -1
+    if v < 0:
+        raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+    return v
+
+
+REGION_TYPES = (Box, Polygon, Keypoint, Span, Interval, Track, Mask, Ellipse, Curve)
 
 
 def is_region(value: Any) -> bool:

@@ -14,12 +14,18 @@ DistanceLike = str | Distance | Callable[[Any, Any], float]
 #: distances (``"sets"`` -> ``sets.jaccard``). Scalars use the bare level names
 #: (``nominal``, ``ordinal``, ``interval``, ``ratio``); Pairwise preferences the scalar ones.
 KINDS: tuple[str, ...] = ("scalars", "sets", "rankings", "vectors", "text", "spans", "boxes", "polygons",
-                          "keypoints", "pairwise", "intervals")
+                          "keypoints", "pairwise", "intervals",
+                          # answers that hang on regions: one kind each for relations and
+                          # per-region answers; the answer's own distance is in the name
+                          # (attributes.nominal, attributes.levenshtein, ...), as for scalars
+                          "relations", "attributes",
+                          "tracks",   # video tracks (VideoRectangle): sets of keyframed boxes
+                          "masks", "ellipses", "curves")   # brush/bitmask masks, ellipses, vectors
 #: The singular kind names used before they matched the registry prefixes; still accepted
 #: wherever a kind is passed in, and read as the plural.
 SINGULAR_KINDS: dict[str, str] = {"scalar": "scalars", "set": "sets", "ranking": "rankings",
                                   "vector": "vectors", "span": "spans", "box": "boxes",
-                                  "polygon": "polygons", "keypoint": "keypoints"}
+                                  "polygon": "polygons", "keypoint": "keypoints", "track": "tracks"}
 
 
 def canonical_kind(kind: str) -> str:
