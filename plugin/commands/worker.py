@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
               "crashes (use --appendonly yes --appendfsync always)", file=sys.stderr)
     state = args.state or Path(args.out) / f"worker-{socket.gethostname()}.sqlite"
     runner = LiveRunner(args.url.strip().rstrip("/"), args.token, settings, queue, state,
-                        args.out, log=log, shared=SharedProjects(queue.r))
+                        args.out, log=log, shared=SharedProjects(queue.r, log=log))
     WorkerProcess(queue, runner, name=args.name, log=log).run(burst=args.burst)
     return EXIT_OK
 

@@ -50,6 +50,7 @@ class ProjectBaseline:
         Control name → metrics :class:`~ls_agreement.metrics.baseline.Baseline` (the
         control's distance, D̂e, d*), for every control that has a distance.
     config : LabelingConfig
+        The labeling config parsed from ``config_xml``.
     settings : ReportSettings
     quality : dict
         Annotator quality at the baseline (the per-task snapshot of push-back).
@@ -57,6 +58,10 @@ class ProjectBaseline:
         Epoch seconds.
     events_since : int
         Events applied since it was made.
+    reason : str
+        Why it was made (a reconcile, a number of events, start-up).
+    config_xml : str
+        The labeling config it was made of.
     """
 
     report: Report
@@ -67,6 +72,7 @@ class ProjectBaseline:
     made_at: float = field(default_factory=time.time)
     events_since: int = 0
     reason: str = ""
+    config_xml: str = ""
 
     def info(self) -> BaselineInfo:
         return BaselineInfo(made_at=self.made_at, events_since=self.events_since, reason=self.reason)
@@ -105,7 +111,7 @@ def make_baseline(config_xml: str, mirror: ProjectMirror, settings: ReportSettin
         if b is not None:
             controls[name] = b
     base = ProjectBaseline(report=report, controls=controls, config=config, settings=settings,
-                           quality=annotator_quality(report), reason=reason)
+                           quality=annotator_quality(report), reason=reason, config_xml=config_xml)
     report.baseline = base.info()
     return base
 

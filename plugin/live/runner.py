@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Protocol, TextIO
 
-from ..client import Connection, RetryPolicy
+from ..client import Connection, LabelStudioError, RetryPolicy
 from ..job_backend import Job, JobBackend, StoredEvent
 from ..settings import PluginSettings
 from ..state import SyncState
@@ -32,6 +32,8 @@ class SharedStore(Protocol):
     def put_next(self, project_id: int, base: ProjectBaseline) -> None: ...
 
     def take_next(self, project_id: int) -> ProjectBaseline | None: ...
+
+    def forget(self, project_id: int) -> None: ...
 
 
 class LiveRunner:
@@ -75,19 +77,24 @@ class LiveRunner:
     def __call__(self, job: Job) -> SyncResult:
         t0 = time.perf_counter()
         proj = self.project(job.project_id)
+        restored = False
         if self.shared is not None:
             ver = self.shared.version(proj.project_id)
             if ver != proj.version:    # another worker ran the project since: take its state
-                self.shared.restore(proj)
+                restored = self.shared.restore(proj)
                 proj.version = ver
         events = self.queue.events(job.project_id)
         try:
             out = proj.run(events)
-        except BaseException:
+        except BaseException as exc:
             # the mirror may hold half-applied events: the next job starts from a full read
             proj.reset()
             if self.shared is not None:
                 proj.version = -1
+                if restored and not isinstance(exc, LabelStudioError):
+                    # our own code failed on a state it restored: that state is suspect, and
+                    # every retry would restore it again; the next job reads the project anew
+                    self.shared.forget(proj.project_id)
             raise
         if self.shared is not None:
             proj.version = self.shared.save(proj, out, events)

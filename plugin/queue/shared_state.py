@@ -3,10 +3,12 @@
 The live runner (plugin/live/project.py) keeps per project a mirror of the tasks, a
 baseline, and what each task carries from us. In one process they live in memory. Past one
 machine, the worker that runs a project's next job may not be the one that ran the last,
-so the state lives in Redis (keys ``lsa:proj:<p>:*``):
+so the state lives in Redis (keys ``lsa:proj:<p>:*``), as versioned JSON
+(plugin/live/snapshot.py), never as pickles: whoever can write to this Redis must not be
+able to run code in the workers.
 
-- ``snap``: a pickle of the mirror, the baseline and the names, written at every full
-  read and baseline swap, and when the log below grows past ``snapshot_events``;
+- ``snap``: the mirror, the baseline and the names, written at every full read and
+  baseline swap, and when the log below grows past ``snapshot_events``;
 - ``log``: the events applied since that snapshot (a worker that restores the snapshot
   replays them: the mirror and the baseline's report come out as the writer left them);
 - ``pushed``: what each task carries from us, updated per job for the tasks written
@@ -17,21 +19,23 @@ so the state lives in Redis (keys ``lsa:proj:<p>:*``):
 - ``next``: a baseline made in the background by one worker, adopted by whichever worker
   takes the ``BASELINE`` event.
 
-Only the holder of the project's lock writes these keys (the lock of redis_queue.py),
-except ``next``, which its maker writes before it enqueues the event.
-
-Pickles are read back only from this Redis, which the deployment controls the same way as
-the job queue; anyone who can write to it can already queue work under the token.
+A state this worker cannot read — written by another version of the code, or not valid —
+is not used: the project's next job reads it from Label Studio again (a full read), as
+after a first start. Only the holder of the project's lock writes these keys (the lock of
+redis_queue.py), except ``next``, which its maker writes before it enqueues the event.
 """
 from __future__ import annotations
 
-import json
-import pickle
-from typing import TYPE_CHECKING, Any, Iterable
+import sys
+import time
+from typing import TYPE_CHECKING, Any, Iterable, TextIO
 
-from ..job_backend import StoredEvent
+from ..client import LabelStudioError
+from ..live.snapshot import (SnapshotError, dump_baseline, dump_event, dump_project, dump_pushed,
+                             load_baseline, load_event, load_project, load_pushed)
 
 if TYPE_CHECKING:
+    from ..job_backend import StoredEvent
     from ..live.baseline import ProjectBaseline
     from ..live.project import LiveOutcome, LiveProject
 
@@ -50,14 +54,25 @@ class SharedProjects:
     snapshot_events : int
         Events replayed at most by a worker taking a project over; beyond it a job saves a
         new snapshot instead of appending to the log.
+    log : text stream or None
+        Where a state that is not used is reported.
     """
 
-    def __init__(self, r: Any, snapshot_events: int = 200) -> None:
+    def __init__(self, r: Any, snapshot_events: int = 200, log: TextIO | None = sys.stderr) -> None:
         self.r = r
         self.snapshot_events = int(snapshot_events)
+        self.log = log
+
+    def _say(self, msg: str) -> None:
+        if self.log is not None:
+            print(time.strftime("%H:%M:%S ") + msg, file=self.log, flush=True)
 
     def version(self, project_id: int) -> int:
-        return int(self.r.get(f"{P}{int(project_id)}:ver") or 0)
+        raw = self.r.get(f"{P}{int(project_id)}:ver")
+        try:
+            return int(raw or 0)
+        except ValueError:      # not ours: no copy can be at it, so the state is read (and refused)
+            return -2
 
     # -- restore --------------------------------------------------------------------------------
     def restore(self, proj: "LiveProject") -> bool:
@@ -66,35 +81,42 @@ class SharedProjects:
         Returns
         -------
         bool
-            False when there is no snapshot (the project's next job starts with a full read).
+            False when there is no snapshot, or one this code does not read (another
+            version's, or not valid data): the project's next job starts with a full read.
         """
         pid = proj.project_id
         blob = self.r.get(f"{P}{pid}:snap")
         proj.reset()
         if blob is None:
             return False
-        snap = pickle.loads(blob)
-        proj.mirror, proj.base = snap["mirror"], snap["base"]
-        proj.config_xml, proj.title = snap["config_xml"], snap["title"]
-        proj.names, proj.users = snap["names"], snap["users"]
-        proj.pushed = {int(k): pickle.loads(v)
-                       for k, v in self.r.hgetall(f"{P}{pid}:pushed").items()}
-        log = [StoredEvent(**json.loads(x)) for x in self.r.lrange(f"{P}{pid}:log", 0, -1)]
-        if log:
-            proj.replay(log)
+        try:
+            load_project(proj, blob)
+            proj.pushed = {int(k): load_pushed(v) for k, v in self.r.hgetall(f"{P}{pid}:pushed").items()}
+            log = [load_event(x) for x in self.r.lrange(f"{P}{pid}:log", 0, -1)]
+            if log:
+                proj.replay(log)
+        except LabelStudioError:
+            proj.reset()       # a replay's read failed: the job fails and is retried
+            raise
+        except Exception as exc:  # noqa: BLE001 - any state we cannot use is rebuilt, never trusted
+            proj.reset()
+            why = str(exc) if isinstance(exc, SnapshotError) else f"{type(exc).__name__}: {exc}"
+            self._say(f"project {pid}: stored live state not used ({why[:300]}); "
+                      "reading the project from Label Studio")
+            return False
         return True
 
     # -- save -----------------------------------------------------------------------------------
-    def save(self, proj: "LiveProject", out: "LiveOutcome", events: list[StoredEvent]) -> int:
+    def save(self, proj: "LiveProject", out: "LiveOutcome", events: "list[StoredEvent]") -> int:
         """After a job: snapshot or log, what tasks carry, a new version (returned)."""
         pid = proj.project_id
         pipe = self.r.pipeline(transaction=True)
         whole = out.mode != "events"
         if whole or self.r.llen(f"{P}{pid}:log") + len(events) > self.snapshot_events:
-            pipe.set(f"{P}{pid}:snap", pickle.dumps(self._snapshot(proj), protocol=pickle.HIGHEST_PROTOCOL))
+            pipe.set(f"{P}{pid}:snap", dump_project(proj))
             pipe.delete(f"{P}{pid}:log")
         elif events:
-            pipe.rpush(f"{P}{pid}:log", *[json.dumps(e.__dict__) for e in events])
+            pipe.rpush(f"{P}{pid}:log", *[dump_event(e) for e in events])
         if whole:
             pipe.delete(f"{P}{pid}:pushed")
             self._put_pushed(pipe, pid, proj, proj.pushed)
@@ -104,17 +126,12 @@ class SharedProjects:
         return int(pipe.execute()[-1])
 
     @staticmethod
-    def _snapshot(proj: "LiveProject") -> dict[str, Any]:
-        return {"mirror": proj.mirror, "base": proj.base, "config_xml": proj.config_xml,
-                "title": proj.title, "names": proj.names, "users": proj.users}
-
-    @staticmethod
     def _put_pushed(pipe: Any, pid: int, proj: "LiveProject", task_ids: Iterable[int]) -> None:
         batch: dict[str, bytes] = {}
         gone = []
         for tid in task_ids:
             if tid in proj.pushed:
-                batch[str(tid)] = pickle.dumps(proj.pushed[tid], protocol=pickle.HIGHEST_PROTOCOL)
+                batch[str(tid)] = dump_pushed(proj.pushed[tid])
             else:
                 gone.append(str(tid))
             if len(batch) >= 5000:
@@ -127,11 +144,17 @@ class SharedProjects:
 
     # -- background baselines ---------------------------------------------------------------
     def put_next(self, project_id: int, base: "ProjectBaseline") -> None:
-        self.r.set(f"{P}{int(project_id)}:next", pickle.dumps(base, protocol=pickle.HIGHEST_PROTOCOL))
+        self.r.set(f"{P}{int(project_id)}:next", dump_baseline(base))
 
     def take_next(self, project_id: int) -> "ProjectBaseline | None":
         blob = self.r.getdel(f"{P}{int(project_id)}:next")
-        return None if blob is None else pickle.loads(blob)
+        if blob is None:
+            return None
+        try:
+            return load_baseline(blob)
+        except Exception as exc:  # noqa: BLE001 - not ours to trust: the next reconcile makes another
+            self._say(f"project {int(project_id)}: stored background baseline not used ({exc})")
+            return None
 
     def forget(self, project_id: int) -> None:
         """Drop the project's state (the next job starts with a full read)."""

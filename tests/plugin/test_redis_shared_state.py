@@ -1,0 +1,130 @@
+"""The live state workers share in Redis (plugin/queue/shared_state.py), on a real
+``redis-server`` and a real Label Studio: a state written by a newer version of the code,
+or tampered with (a pickle that would run code, values of the wrong shape), is not used:
+the worker that meets it reads the project from Label Studio again, the job succeeds, no
+stored code runs, and the tasks end as a sync from scratch writes them."""
+from __future__ import annotations
+
+import io
+import json
+import pickle
+import threading
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from ls_agreement.plugin.job_backend import DONE
+from ls_agreement.plugin.live.runner import LiveRunner
+from ls_agreement.plugin.live.snapshot import SNAPSHOT_VERSION
+from ls_agreement.plugin.local_redis import LocalRedis
+from ls_agreement.plugin.queue.redis_queue import RedisQueue
+from ls_agreement.plugin.queue.shared_state import P, SharedProjects
+from ls_agreement.plugin.settings import load_settings
+from ls_agreement.plugin.worker import Worker
+from tests.plugin.test_serve import CONFIG, SENT, export, make_tasks, result
+
+from .test_live_snapshot import _Exploit
+
+pytestmark = pytest.mark.slow
+
+
+class _Workers:
+    """Worker processes stood for by runners, each with its own memory, on one Redis."""
+
+    def __init__(self, ls: Any, redis: LocalRedis, tmp: Path) -> None:
+        self.ls, self.tmp = ls, tmp
+        settings = tmp / "settings.toml"
+        settings.write_text("[report]\nbootstrap = 0\n[sync]\nviews = false\n")
+        self.settings = load_settings(str(settings))
+        self.q = RedisQueue(redis.url, lease=30)
+        self.n = 0
+
+    def runner(self) -> tuple[LiveRunner, io.StringIO]:
+        self.n += 1
+        log = io.StringIO()
+        return LiveRunner(self.ls.url, self.ls.token, self.settings, self.q, self.tmp / f"w{self.n}.sqlite",
+                          self.tmp / f"out{self.n}", log=log,
+                          shared=SharedProjects(self.q.r, log=log)), log
+
+    def run(self, runner: LiveRunner, pid: int, action: str, payload: dict[str, Any] | None = None) -> Any:
+        """One job of ``pid`` through the worker's own path (start under the lock, finish)."""
+        job = self.q.enqueue(pid, action.lower(), action=action,
+                             payload=None if payload is None else json.dumps(payload).encode())
+        started = self.q.start(job.id)
+        assert started is not None
+        done = Worker(self.q, runner, threading.Event(), log=None).execute(started)
+        assert done.status == DONE, done.error
+        return runner.last[pid]
+
+    def mismatches(self, client: Any, pid: int) -> list[str]:
+        runner, _ = self.runner()
+        proj = runner.project(pid)
+        assert runner.shared is not None and runner.shared.restore(proj), "the state is ours again"
+        return proj.mismatches(export(client, pid).values())
+
+
+def _edit(client: Any, pid: int, k: int) -> dict[str, Any]:
+    """Change one annotation on the server; the webhook payload Label Studio sends for it."""
+    task = export(client, pid)[min(export(client, pid))]
+    ann = task["annotations"][0]
+    client.annotations.update(id=ann["id"], result=result(SENT[k % 3], 1 + k % 5))
+    fresh = export(client, pid)[task["id"]]
+    now = next(a for a in fresh["annotations"] if a["id"] == ann["id"])
+    return {"action": "ANNOTATION_UPDATED", "project": {"id": pid},
+            "annotation": {**now, "task": task["id"]}, "task": {"id": task["id"], "data": task["data"]}}
+
+
+def _newer(r: Any, pid: int, tmp: Path) -> None:
+    head, _, body = r.get(f"{P}{pid}:snap").partition(b"\n")
+    r.set(f"{P}{pid}:snap", json.dumps({**json.loads(head), "version": SNAPSHOT_VERSION + 1}).encode()
+          + b"\n" + body)
+
+
+def _pickled_snapshot(r: Any, pid: int, tmp: Path) -> None:
+    r.set(f"{P}{pid}:snap", pickle.dumps(_Exploit(tmp / "pwned-snap")))
+
+
+def _pickled_pushed(r: Any, pid: int, tmp: Path) -> None:
+    key = next(iter(r.hkeys(f"{P}{pid}:pushed")))
+    r.hset(f"{P}{pid}:pushed", key, pickle.dumps(_Exploit(tmp / "pwned-pushed")))
+
+
+def _wrong_shape(r: Any, pid: int, tmp: Path) -> None:
+    head, _, body = r.get(f"{P}{pid}:snap").partition(b"\n")
+    doc = json.loads(body)
+    doc["tasks"] = [{"id": "seven", "annotations": "none"}]
+    r.set(f"{P}{pid}:snap", head + b"\n" + json.dumps(doc).encode())
+
+
+def _tampered_log(r: Any, pid: int, tmp: Path) -> None:
+    r.rpush(f"{P}{pid}:log", pickle.dumps(_Exploit(tmp / "pwned-log")))
+
+
+@pytest.mark.parametrize("spoil", [_newer, _pickled_snapshot, _pickled_pushed, _wrong_shape, _tampered_log],
+                         ids=["newer-version", "pickled-snapshot", "pickled-task-values", "wrong-shape",
+                              "tampered-log"])
+def test_a_state_not_ours_is_rebuilt_from_label_studio(
+        spoil: Callable[[Any, int, Path], None], redis_server: LocalRedis, ls_server: Any, ls_client: Any,
+        annotators: list[dict], make_project: Callable, tmp_path: Path) -> None:
+    cluster = _Workers(ls_server, redis_server, tmp_path)
+    pid = make_project(CONFIG, make_tasks([a["id"] for a in annotators], n=6), title=f"shared {spoil.__name__}")
+    first, _ = cluster.runner()
+    assert cluster.run(first, pid, "RECONCILE").mode == "full"
+    assert cluster.run(first, pid, "ANNOTATION_UPDATED", _edit(ls_client, pid, 1)).mode == "events"
+    spoil(cluster.q.r, pid, tmp_path)
+    cluster.q.r.incr(f"{P}{pid}:ver")              # as if another worker wrote it last
+    # another worker takes the project's next event: it cannot use the state, so it reads
+    # the project in full (the edit included) and the job succeeds
+    second, log = cluster.runner()
+    out = cluster.run(second, pid, "ANNOTATION_UPDATED", _edit(ls_client, pid, 2))
+    assert out.mode == "full", "the state was used"
+    assert "stored live state not used" in log.getvalue()
+    assert not list(tmp_path.glob("pwned*")), "a stored pickle ran"
+    # it wrote a state of its own version, which the next worker uses
+    assert cluster.mismatches(ls_client, pid) == []
+    third, log3 = cluster.runner()
+    assert cluster.run(third, pid, "ANNOTATION_UPDATED", _edit(ls_client, pid, 3)).mode == "events"
+    assert "not used" not in log3.getvalue()
+    assert cluster.mismatches(ls_client, pid) == []
+    cluster.q.close()
