@@ -28,7 +28,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from . import choices, intervals, pairwise, ranking, regions, scalars, spans, text
+from . import choices, intervals, masks, pairwise, ranking, regions, scalars, shapes, spans, text
 from .config import LabelingConfig, parse_config
 from .control import ControlData, candidate_distances, default_distance
 from .errors import AdapterError, BadValue, Problems, SuspectValue, show
@@ -38,7 +38,8 @@ from .tasks import select_annotations
 __all__ = ["Adapted", "adapt"]
 
 FAMILIES = {"regions": regions, "spans": spans, "text": text, "choices": choices,
-            "scalars": scalars, "ranking": ranking, "pairwise": pairwise, "intervals": intervals}
+            "scalars": scalars, "ranking": ranking, "pairwise": pairwise, "intervals": intervals,
+            "masks": masks, "shapes": shapes}
 _KNOWN_TYPES = set().union(*(m.TYPES for m in FAMILIES.values()))
 _EMPTY: list = []   # marker: an annotation without results for a multi-object/set control
 

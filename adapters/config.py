@@ -30,13 +30,15 @@ SUPPORTED_CONTROLS: dict[str, str] = {
     "rating": "scalars", "number": "scalars", "datetime": "scalars",
     "ranker": "ranking",
     "pairwise": "pairwise",
+    "videorectangle": "tracks",
     "timelinelabels": "intervals", "timeserieslabels": "intervals", "paragraphlabels": "intervals",
+    "brushlabels": "masks", "brush": "masks", "magicwand": "masks",
+    "bitmasklabels": "masks", "bitmask": "masks",
+    "ellipselabels": "shapes", "ellipse": "shapes", "vectorlabels": "shapes", "vector": "shapes",
 }
 # Real Label Studio controls this plugin does not measure (yet): skipped with a warning.
 UNSUPPORTED_CONTROLS = {
-    "brushlabels", "brush", "ellipselabels", "ellipse",
-    "videorectangle", "relations", "relation", "magicwand",
-    "bitmasklabels", "bitmask", "vectorlabels", "vector",
+    "videorectangle", "relations", "relation",
     "matrix", "datetime-range", "smartlabels",
 }
 # Tags that never carry results (layout, children of controls).
@@ -44,6 +46,9 @@ _LAYOUT = {"view", "header", "style", "filter", "collapse", "panel", "label", "c
            "bucket", "relation", "shortcut", "hypertext-label", "ranker-bucket"}
 
 _REGION_KIND = {"rectangle": "boxes", "polygon": "polygons", "keypoint": "keypoints"}
+# image tools whose regions are masks or shapes: tool -> (family module, value kind)
+_IMAGE_TOOLS = {"brush": ("masks", "masks"), "magicwand": ("masks", "masks"), "bitmask": ("masks", "masks"),
+                "ellipse": ("shapes", "ellipses"), "vector": ("shapes", "curves")}
 # object tag (lower case) -> the axis of the 1-d regions drawn on it (adapters/intervals.py)
 _INTERVAL_AXIS = {"audio": "audio", "audioplus": "audio", "video": "timeline", "timeseries": "timeseries",
                   "paragraphs": "paragraphs"}
@@ -68,6 +73,15 @@ class _Skip(Exception):
     def __init__(self, message: str, where: str) -> None:
         super().__init__(message)
         self.message, self.where = message, where
+
+
+class _Merged(Exception):
+    """A control whose answers Label Studio stores in another control's results (the
+    ``Labels`` of a Video with a ``VideoRectangle``): not measured on its own."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
 
 
 def _bad(msg: str, field: str = "config") -> AdapterError:
@@ -261,6 +275,10 @@ def parse_config(xml: str, *, strict: bool = False) -> LabelingConfig:
         try:
             spec = _make_spec(node, name, to_name, [objects[t].tag for t in to_name], objects, root,
                               where, problem)
+        except _Merged as exc:
+            warnings.append(f"{where}: {exc.message}")
+            skipped.add(name)
+            continue
         except _Skip as exc:
             if strict:
                 raise _bad(exc.message, exc.where) from None
@@ -287,7 +305,7 @@ def _image_region_of(obj: str, root: ET.Element) -> str | None:
         if not isinstance(node.tag, str):
             continue
         low = node.tag.lower()
-        if low in _REGION_KIND and obj in (node.get("toName") or "").split(","):
+        if (low in _REGION_KIND or low in _IMAGE_TOOLS) and obj in (node.get("toName") or "").split(","):
             found.append(low)
     return found[0] if found else None
 
@@ -300,6 +318,31 @@ def _object_attrs(root: ET.Element, name: str) -> dict[str, str]:
                 and node.get("toName") is None):
             return {k.lower(): v for k, v in node.attrib.items()}
     return {}
+
+
+def _track_tools(video: str, root: ET.Element) -> list[str]:
+    """Names of the VideoRectangle controls drawing on the Video named ``video``."""
+    return [n.get("name") or "" for n in root.iter()
+            if isinstance(n.tag, str) and n.tag.lower() == "videorectangle"
+            and video in [t.strip() for t in (n.get("toName") or "").split(",")]]
+
+
+def _track_labels(video: str, root: ET.Element, problem) -> tuple[list[str] | None, frozenset, bool]:
+    """The labels of a Video's tracks: those of every ``Labels`` tag on that Video (Label
+    Studio puts the selected ones in the VideoRectangle result's ``value.labels``), the
+    strings that stand for them, and whether some are loaded from task data."""
+    labels: list[str] = []
+    known: set[str] = set()
+    dynamic = False
+    for node in root.iter():
+        if (not isinstance(node.tag, str) or node.tag.lower() != "labels"
+                or video not in [t.strip() for t in (node.get("toName") or "").split(",")]):
+            continue
+        dynamic = dynamic or (node.get("value") or "").startswith("$")
+        got, stand = _declared(node, "label", f"config.{node.tag}[name={node.get('name')}]", problem)
+        labels.extend(x for x in got if x not in labels)
+        known |= stand
+    return labels or None, frozenset(known), dynamic
 
 
 def _range_bound(node: ET.Element, key: str, where: str, problem) -> float | None:
@@ -345,23 +388,32 @@ def _make_spec(node: ET.Element, name: str, to_name: list[str], object_tags: lis
         spec.known = frozenset(known)
         return labels
 
-    if family == "regions" and obj_low != "image":
+    if family in ("regions", "masks", "shapes") and obj_low != "image":
         raise _Skip(f"{node.tag} needs an Image object, but {to_name[0]!r} is a {object_tags[0]}",
                     f"{where}.toName")
     if family == "regions":
         region = low.replace("labels", "")
         spec.region, spec.kind = region, _REGION_KIND[region]
         spec.labels = closed_set("label", "labels") if low.endswith("labels") else None
+    elif family in ("masks", "shapes"):
+        spec.region = low.replace("labels", "")
+        spec.kind = _IMAGE_TOOLS[spec.region][1]
+        spec.labels = closed_set("label", "labels") if low.endswith("labels") else None
     elif family == "labels":  # Labels: spans on text, regions on images, 1-d regions on media
         if obj_low in ("text", "hypertext"):
             spec.family, spec.kind = "spans", "spans"
         elif obj_low == "image":
             region = _image_region_of(to_name[0], root) or "rectangle"
-            spec.family, spec.region, spec.kind = "regions", region, _REGION_KIND[region]
+            spec.family, spec.kind = _IMAGE_TOOLS.get(region, ("regions", _REGION_KIND.get(region)))
+            spec.region = region
         elif obj_low in _INTERVAL_AXIS and obj_low != "video":
             # (Labels on a Video label its VideoRectangle regions, not timeline ones)
             spec.family, spec.region, spec.kind = "intervals", _INTERVAL_AXIS[obj_low], "intervals"
             spec.object_attrs = _object_attrs(root, to_name[0])
+        elif obj_low == "video" and _track_tools(to_name[0], root):
+            tools = ", ".join(map(repr, _track_tools(to_name[0], root)))
+            raise _Merged(f"its labels are the labels of the tracks drawn with {tools} (Label Studio "
+                          "stores them in the VideoRectangle results), measured there")
         else:
             return None
         spec.labels = closed_set("label", "labels")
@@ -374,6 +426,12 @@ def _make_spec(node: ET.Element, name: str, to_name: list[str], object_tags: lis
         spec.region, spec.kind = axis, "intervals"
         spec.object_attrs = _object_attrs(root, to_name[0])
         spec.labels = closed_set("label", "labels")
+    elif family == "tracks":
+        if obj_low != "video":
+            raise _Skip(f"{node.tag} needs a Video object, but {to_name[0]!r} is a {object_tags[0]}",
+                        f"{where}.toName")
+        spec.kind = "tracks"
+        spec.labels, spec.known, spec.dynamic = _track_labels(to_name[0], root, problem)
     elif family == "spans":
         spec.labels, spec.kind = closed_set("label", "labels"), "spans"
     elif family == "text":

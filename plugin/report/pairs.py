@@ -28,6 +28,7 @@ __all__ = ["pair_matrix_section", "label_section", "project_pair_matrix", "LABEL
 #: Tags whose values carry labels from a declared list (lower case, as ``ControlData.tag``).
 LABEL_TAGS = frozenset({"choices", "labels", "rectanglelabels", "polygonlabels", "keypointlabels", "taxonomy",
                         "ellipselabels", "brushlabels", "hypertextlabels", "paragraphlabels", "timeserieslabels",
+                        "bitmasklabels", "vectorlabels",
                         "timelinelabels"})
 #: Annotators paired per control: like the co-annotator map, the matrix grows as annotators².
 MAX_PAIR_ANNOTATORS = 100
@@ -36,7 +37,7 @@ MIN_PAIR_ITEMS = 3
 #: Confused label pairs kept per control.
 TOP_CONFUSIONS = 10
 # region values join a region's several labels with "|" (adapters/fields.py label_key)
-_REGION_KINDS = {"boxes", "polygons", "keypoints", "spans", "intervals"}
+_REGION_KINDS = {"boxes", "polygons", "keypoints", "spans", "masks", "ellipses", "curves", "intervals"}
 
 
 def _num(v: Any) -> float | None:

@@ -1,0 +1,243 @@
+"""Label Studio's mask encodings -> pixel runs: brush RLE and PNG data URLs.
+
+**Brush RLE** (``BrushLabels``, ``Brush``, ``MagicWand`` results, ``value.rle``): the
+RGBA pixels of the whole image (``4 · width · height`` bytes, every channel set to the
+pixel's alpha) packed by thi.ng's ``rle-pack``, which label-studio-sdk decodes in
+``label_studio_sdk.converter.brush.decode_rle``. The stream, read most significant bit
+first: 32 bits ``num`` (values), 5 bits ``word size − 1``, four 4-bit ``run-size − 1``;
+then records until ``num`` values are out: 1 bit ``repeat``, 2 bits choosing a run size
+``r``, ``r`` bits ``count − 1``, then one word repeated ``count`` times (repeat) or
+``count`` words (literal). A pixel is in the mask when its alpha is not 0, as Label
+Studio draws it (``RLE2Region`` colours every pixel with a nonzero alpha).
+
+The SDK reads the stream bit by bit in Python. Here every bit position is parsed at once
+as if a record started there (numpy); the true record starts are the chain of those "next
+record" pointers from the header, found by pointer doubling to strides of 32 records, a
+short walk over the strides and one gather per record within them; and the runs come
+straight from the records: the 4-million-byte pixel buffer of a 1024 × 1024 mask is never
+built. ``tests/adapters/test_masks_shapes.py`` checks both decoders here against the
+SDK's on random masks; ``benchmarks/bench_masks.py`` times them.
+
+**Bitmask** (``BitmaskLabels``, ``Bitmask``, ``value.imageDataURL``): a PNG data URL of
+the image's size, black pixels on a transparent background; a pixel is in the mask when
+its alpha is not 0. Decoded with Pillow.
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+import io
+from typing import Any
+
+import numpy as np
+
+from ls_agreement.metrics.mask_runs import canonical_runs, pack_runs, ragged_arange, runs_from_array
+
+__all__ = ["RleError", "decode_rle_values", "decode_rle_mask", "decode_png_mask"]
+
+_HEADER_BITS = 32 + 5 + 4 * 4
+# bit offsets within a byte, as right shifts of the 32 bits from that byte
+_BIT_SHIFTS = 8 - np.arange(8, dtype=np.int64)
+# bit positions are int32
+MAX_RLE_BYTES = 2 ** 27
+# record chains are walked in strides of 2**_STRIDE_BITS records
+_STRIDE_BITS = 5
+# A data URL of more than this many characters is refused before decoding (a 16k x 16k
+# mask compresses to far less).
+MAX_DATA_URL = 200_000_000
+
+
+class RleError(ValueError):
+    """The bytes are not a well-formed brush RLE stream (the message says where)."""
+
+
+class _Records:
+    """The parsed records of one RLE stream.
+
+    Attributes
+    ----------
+    num, word : int — values in the stream, bits per value
+    start : ndarray of int64, shape (n_records,) — bit position of each record
+    repeat : ndarray of bool, shape (n_records,)
+    out0, out1 : ndarray of int64, shape (n_records,) — the values [out0, out1) it writes
+    head : ndarray of int64, shape (n_records,) — bits before its first word
+    """
+
+    def __init__(self, data: np.ndarray) -> None:
+        n_bits = 8 * data.size
+        if data.size > MAX_RLE_BYTES:
+            raise RleError(f"{data.size:,} bytes (limit {MAX_RLE_BYTES:,})")
+        if n_bits < _HEADER_BITS:
+            raise RleError(f"{data.size} bytes: shorter than the {_HEADER_BITS}-bit header")
+        self.data = padded = np.zeros(data.size + 8, dtype=np.int64)
+        padded[: data.size] = data
+        num, word, *sizes = _read(padded, np.array([0, 32, 37, 41, 45, 49]), np.array([32, 5, 4, 4, 4, 4])).tolist()
+        word += 1
+        size = np.array(sizes, dtype=np.int64) + 1
+        self.num, self.word = num, word
+        empty = np.zeros(0, dtype=np.int64)
+        self.start = self.out0 = self.out1 = self.head = empty
+        self.repeat = np.zeros(0, dtype=bool)
+        if num == 0:
+            return
+        if n_bits == _HEADER_BITS:
+            raise RleError(f"the stream ends after its header but announces {num:,} values")
+        # every position parsed as if a record started there: its 24 first bits hold the
+        # repeat bit, the run-size choice and the count (at most 1 + 2 + 16 bits)
+        b32 = (padded[:-3] << 24) | (padded[1:-2] << 16) | (padded[2:-1] << 8) | padded[3:]
+        w24 = ((b32[: data.size, None] >> _BIT_SHIFTS) & 0xFFFFFF).astype(np.int32).ravel()[_HEADER_BITS:]
+        repeat = w24 >= 1 << 23
+        r = size.astype(np.int32)[(w24 >> 21) & 3]
+        count = ((w24 >> (21 - r)) & ((1 << r) - 1)) + 1
+        head = 3 + r
+        nxt = np.arange(_HEADER_BITS, n_bits, dtype=np.int32) + head + np.where(repeat, word, count * word)
+        # the true record starts: the chain of "next record" pointers from the header.
+        # jump^32 by five rounds of pointer doubling, a walk from the header in strides
+        # of 32 records (a few dozen Python steps), then the 31 records after each stride
+        # point in one gather per step; the index past the data is a sink
+        sink = n_bits - _HEADER_BITS
+        jump = np.append(np.minimum(nxt - _HEADER_BITS, sink), np.int32(sink))
+        far = jump
+        for _ in range(_STRIDE_BITS):
+            far = far[far]
+        anchors = [0]
+        while anchors[-1] != sink:
+            anchors.append(int(far[anchors[-1]]))
+        steps = np.empty((1 << _STRIDE_BITS, len(anchors)), dtype=np.int32)
+        steps[0] = anchors
+        for k in range(1, steps.shape[0]):
+            steps[k] = jump[steps[k - 1]]
+        chain = steps.T.ravel()
+        starts = chain[: int(np.argmax(chain == sink))].astype(np.int64)
+        made = np.cumsum(count[starts], dtype=np.int64)
+        last = int(np.searchsorted(made, num))      # the record that completes num values
+        if last == made.size:
+            raise RleError(f"the stream ends after {int(made[-1]) if made.size else 0:,} of its "
+                           f"{num:,} values")
+        starts = starts[: last + 1]
+        if nxt[starts[-1]] > n_bits:
+            raise RleError(f"the record at bit {int(starts[-1]) + _HEADER_BITS:,} runs past the end of the "
+                           f"{data.size:,} bytes")
+        self.start = starts + _HEADER_BITS
+        self.repeat = repeat[starts]
+        self.head = head[starts].astype(np.int64)
+        self.out1 = np.minimum(made[: last + 1], num)
+        self.out0 = made[: last + 1] - count[starts]
+
+    def words(self, bit: np.ndarray) -> np.ndarray:
+        """The word starting at each bit position, int64, shape like ``bit``."""
+        return _read(self.data, bit, self.word)
+
+
+def _read(padded: np.ndarray, bit: np.ndarray, width: np.ndarray | int) -> np.ndarray:
+    """The unsigned ``width``-bit integers (<= 32 bits) starting at bit positions ``bit``
+    of the byte array ``padded`` (int64, zero-padded by >= 5 bytes), shape like ``bit``."""
+    byte = bit >> 3
+    b40 = ((padded[byte] << 32) | (padded[byte + 1] << 24) | (padded[byte + 2] << 16)
+           | (padded[byte + 3] << 8) | padded[byte + 4])
+    return (b40 >> (40 - (bit & 7) - width)) & ((np.int64(1) << width) - 1)
+
+
+def _as_bytes(rle: Any) -> np.ndarray:
+    """The RLE list (ints 0..255) as uint8, shape (n_bytes,)."""
+    if isinstance(rle, (bytes, bytearray)):
+        return np.frombuffer(bytes(rle), dtype=np.uint8)
+    if type(rle) is not list:
+        raise RleError(f"expected a list of byte values, got {type(rle).__name__}")
+    if not rle:
+        raise RleError("empty")
+    try:
+        # bytes() checks every item is an int in 0..255, at C speed (JSON true would pass as 1)
+        return np.frombuffer(bytes(rle), dtype=np.uint8)
+    except (TypeError, ValueError):
+        pass
+    for k, v in enumerate(rle):
+        if type(v) is not int:
+            raise RleError(f"item #{k} is not an integer byte ({str(v)[:40]!r})")
+        if not 0 <= v <= 255:
+            raise RleError(f"item #{k} is {v!r}, not a byte (0..255)")
+    raise RleError("not a list of bytes")
+
+
+def decode_rle_values(rle: Any) -> np.ndarray:
+    """Every value of a brush RLE stream, as ``label_studio_sdk.converter.brush.decode_rle``
+    returns them (dtype by word size: uint8 up to 8 bits, uint16 up to 16, else uint32, as
+    thi.ng's decoder allocates; the SDK always returns uint8).
+
+    Returns
+    -------
+    ndarray, shape (num,) — for a Label Studio mask, RGBA of shape (height, width, 4) flattened
+
+    Raises
+    ------
+    RleError
+    """
+    rec = _Records(_as_bytes(rle))
+    dtype = np.uint8 if rec.word < 9 else np.uint16 if rec.word < 17 else np.uint32
+    lengths = rec.out1 - rec.out0
+    which = np.repeat(np.arange(lengths.size), lengths)
+    offset = ragged_arange(lengths)
+    bit = rec.start[which] + rec.head[which] + np.where(rec.repeat[which], 0, offset * rec.word)
+    return rec.words(bit).astype(dtype)
+
+
+def decode_rle_mask(rle: Any, width: int, height: int) -> bytes:
+    """The mask of a Label Studio brush RLE as canonical run bytes (``metrics.mask_runs``):
+    the pixels whose alpha (every 4th value, from the 4th) is not 0.
+
+    Raises
+    ------
+    RleError
+        Malformed stream, or one that does not hold ``4 · width · height`` values.
+    """
+    rec = _Records(_as_bytes(rle))
+    if rec.num != 4 * width * height:
+        raise RleError(f"the stream holds {rec.num:,} values; an image of {width} x {height} pixels "
+                       f"needs 4 x {width} x {height} = {4 * width * height:,}")
+    # repeat records: value index v is pixel v >> 2, channel v & 3; the alpha values of
+    # [out0, out1) are those of pixels [out0 >> 2, out1 >> 2)
+    rep = np.flatnonzero(rec.repeat)
+    on = rep[rec.words(rec.start[rep] + rec.head[rep]) != 0]
+    s_rep, e_rep = rec.out0[on] >> 2, rec.out1[on] >> 2
+    # literal records: their alpha words one by one
+    lit = np.flatnonzero(~rec.repeat)
+    first_alpha = rec.out0[lit] >> 2                  # first pixel whose alpha index 4q + 3 >= out0
+    n_alpha = np.maximum((rec.out1[lit] >> 2) - first_alpha, 0)
+    which = np.repeat(lit, n_alpha)
+    pixel = np.repeat(first_alpha, n_alpha) + ragged_arange(n_alpha)
+    bit = rec.start[which] + rec.head[which] + (4 * pixel + 3 - rec.out0[which]) * rec.word
+    lit_on = pixel[rec.words(bit) != 0]
+    starts, lengths = canonical_runs(np.concatenate([s_rep, lit_on]), np.concatenate([e_rep, lit_on + 1]), width)
+    return pack_runs(starts, lengths)
+
+
+def decode_png_mask(url: Any) -> tuple[int, int, bytes]:
+    """A PNG data URL (``data:image/png;base64,...``) -> ``(width, height, run bytes)`` of
+    its pixels with a nonzero alpha.
+
+    Raises
+    ------
+    RleError
+        Not a string, not a base64 data URL, or not an image Pillow can read.
+    """
+    from PIL import Image, UnidentifiedImageError
+
+    if type(url) is not str:
+        raise RleError(f"expected a data URL string, got {type(url).__name__}")
+    if len(url) > MAX_DATA_URL:
+        raise RleError(f"data URL of {len(url):,} characters (limit {MAX_DATA_URL:,})")
+    head, sep, body = url.partition(",")
+    if not sep or not head.startswith("data:") or not head.endswith(";base64"):
+        raise RleError(f"not a base64 data URL ({url[:40]!r})")
+    try:
+        raw = base64.b64decode(body, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise RleError(f"bad base64 ({exc})") from None
+    try:
+        with Image.open(io.BytesIO(raw)) as img:
+            img.load()
+            alpha = np.asarray(img.convert("RGBA"))[:, :, 3]
+    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError) as exc:
+        raise RleError(f"not a readable image ({str(exc)[:120]})") from None
+    h, w = alpha.shape
+    return w, h, runs_from_array(alpha)
