@@ -45,6 +45,9 @@ class ControlSpec:
     scale: tuple[int, int] | None = None  # Rating: 1..maxRating, never materialized
     number_range: tuple[float | None, float | None] = (None, None)  # Number: min, max
     dynamic: bool = False             # answers loaded from task data (value="$..."/apiUrl): open
+    # perRegion="true" (family per_region, kind attributes): the answer's own family and kind
+    answer_family: str | None = None  # choices|text|scalars
+    answer_kind: str | None = None    # scalars|sets|text
     # Every answer the config declares (values and aliases). A Taxonomy keeps a tree
     # instead (``taxonomy_tree``): name -> subtree, so that a path is checked by walking it,
     # never by materializing every prefix of every leaf. Both are filled by parse_config

@@ -2,7 +2,8 @@
 
 Every value is read as the set of labels it carries: a single choice is one label, a
 multiple choice or taxonomy selection its elements, regions (boxes, polygons, keypoints,
-spans) the labels of the regions an annotator drew on the item. For each label ``L`` the
+spans) the labels of the regions an annotator drew on the item, relations their labels,
+per-region answers the answers given (each choice of a multiple answer). For each label ``L`` the
 table becomes "has ``L``" yes/no and its nominal α follows in closed form from the counts
 ``k_iL`` of values with ``L`` on each item ``i`` of ``m_i`` values (docs/formulas.md,
 "Per label"):
@@ -24,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from .bootstrap import expanded_level, iter_multiplicities
-from .model import REGION_TYPES
+from .model import REGION_TYPES, Attributed, Relation
 from .result import Result, strict_json
 from .table import Duplicates, factorize, long_table
 
@@ -93,12 +94,22 @@ def _labels_of(value: Any, split: str | None) -> Iterable[Hashable]:
     elif isinstance(value, (frozenset, set)):
         out = value
     elif isinstance(value, (tuple, list)):
-        out = [r.label for r in value if isinstance(r, REGION_TYPES) and r.label is not None]
+        out = [x for r in value for x in _object_labels(r)]
     else:
         out = (value,)
     if split is not None:
         out = [p for x in out for p in (x.split(split) if isinstance(x, str) else (x,))]
     return out
+
+
+def _object_labels(obj: Any) -> Iterable[Hashable]:
+    """The labels of one object of a multi-object value: a region's label, a relation's
+    label, the answer given to a region (each choice of a multiple answer)."""
+    if isinstance(obj, Attributed):
+        return tuple(obj.value) if isinstance(obj.value, frozenset) else (obj.value,)
+    if isinstance(obj, (*REGION_TYPES, Relation)) and obj.label is not None:
+        return (obj.label,)
+    return ()
 
 
 def label_sets(values: Iterable[Any], split: str | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
