@@ -28,7 +28,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from . import choices, intervals, masks, pairwise, ranking, regions, scalars, shapes, spans, text
+from . import choices, intervals, masks, pairwise, ranking, regions, scalars, shapes, spans, text, tracks
 from .config import LabelingConfig, parse_config
 from .control import ControlData, candidate_distances, default_distance
 from .errors import AdapterError, BadValue, Problems, SuspectValue, show
@@ -39,7 +39,8 @@ __all__ = ["Adapted", "adapt"]
 
 FAMILIES = {"regions": regions, "spans": spans, "text": text, "choices": choices,
             "scalars": scalars, "ranking": ranking, "pairwise": pairwise, "intervals": intervals,
-            "masks": masks, "shapes": shapes}
+            "masks": masks, "shapes": shapes,
+            "tracks": tracks}
 _KNOWN_TYPES = set().union(*(m.TYPES for m in FAMILIES.values()))
 _EMPTY: list = []   # marker: an annotation without results for a multi-object/set control
 

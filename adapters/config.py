@@ -38,7 +38,7 @@ SUPPORTED_CONTROLS: dict[str, str] = {
 }
 # Real Label Studio controls this plugin does not measure (yet): skipped with a warning.
 UNSUPPORTED_CONTROLS = {
-    "videorectangle", "relations", "relation",
+    "relations", "relation",
     "matrix", "datetime-range", "smartlabels",
 }
 # Tags that never carry results (layout, children of controls).

@@ -23,6 +23,7 @@ DEFAULT_DISTANCE: dict[str, str] = {
     "boxes": "boxes.iou", "polygons": "polygons.iou", "keypoints": "keypoints.oks",
     "spans": "spans.lenient", "text": "text.levenshtein", "rankings": "rankings.kendall",
     "sets": "sets.masi", "pairwise": "nominal", "intervals": "intervals.overlap",
+    "tracks": "tracks.iou",
     "masks": "masks.iou", "ellipses": "ellipses.iou", "curves": "curves.chamfer",
 }
 _SCALAR_DEFAULT = {"choices": "nominal", "rating": "ordinal", "number": "interval",

@@ -29,7 +29,8 @@ __all__ = ["pair_matrix_section", "label_section", "project_pair_matrix", "LABEL
 LABEL_TAGS = frozenset({"choices", "labels", "rectanglelabels", "polygonlabels", "keypointlabels", "taxonomy",
                         "ellipselabels", "brushlabels", "hypertextlabels", "paragraphlabels", "timeserieslabels",
                         "bitmasklabels", "vectorlabels",
-                        "timelinelabels"})
+                        "timelinelabels",
+                        "videorectangle"})   # its labels come from the Labels tag on its Video
 #: Annotators paired per control: like the co-annotator map, the matrix grows as annotators².
 MAX_PAIR_ANNOTATORS = 100
 #: Pairs sharing fewer tasks are left out of the matrix.
@@ -37,7 +38,8 @@ MIN_PAIR_ITEMS = 3
 #: Confused label pairs kept per control.
 TOP_CONFUSIONS = 10
 # region values join a region's several labels with "|" (adapters/fields.py label_key)
-_REGION_KINDS = {"boxes", "polygons", "keypoints", "spans", "masks", "ellipses", "curves", "intervals"}
+_REGION_KINDS = {"boxes", "polygons", "keypoints", "spans", "masks", "ellipses", "curves", "intervals",
+                 "tracks"}
 
 
 def _num(v: Any) -> float | None:
@@ -80,6 +82,8 @@ def pair_matrix_section(res: Any, table: pd.DataFrame, settings: ReportSettings,
 def label_section(ctl: ControlData, settings: ReportSettings, entry: ControlReport) -> None:
     """``entry.per_label`` for a label-bearing control (:data:`LABEL_TAGS`); a failure is a warning."""
     if ctl.tag.lower() not in LABEL_TAGS or not len(ctl.table):
+        return
+    if ctl.kind == "tracks" and not ctl.options:   # no Labels tag on its Video: tracks carry no label
         return
     try:
         r = per_label_agreement(ctl.table, form=settings.form, bootstrap=settings.bootstrap, seed=settings.seed,
