@@ -6,7 +6,6 @@ this is the one place that maps Label Studio's character spans onto them.
 from __future__ import annotations
 
 import importlib
-import sys
 from functools import lru_cache
 from types import ModuleType
 from typing import Sequence
@@ -22,29 +21,13 @@ TOKENIZERS = ("nltk", "wordpunct", "chars")
 
 
 def _nltk_tokenize() -> ModuleType:
-    """``nltk.tokenize``, imported without scikit-learn where it is not loaded yet.
+    """``nltk.tokenize``, imported on first use.
 
-    nltk's package init imports all of nltk; two of its modules (the scikit-learn
-    classifier wrapper and the transition parser) import scikit-learn when it is installed
-    (a test dependency here), ~0.3 s of every report's start-up for nothing a tokenizer
-    uses. Both guard that import with ``except ImportError``, so scikit-learn is hidden
-    while nltk loads (a ``None`` entry in ``sys.modules`` makes its import fail) and shown
-    again after: only those two nltk modules are left without it in this process.
+    nltk's package init imports all of nltk (and, where scikit-learn is installed, two of
+    its modules import that too), so only a measure that tokenizes pays for it: importing
+    ``ls_agreement.metrics`` or reporting a project without spans on text never loads nltk.
     """
-    if "nltk" in sys.modules or "sklearn" in sys.modules:
-        return importlib.import_module("nltk.tokenize")
-    sys.modules["sklearn"] = None  # type: ignore[assignment]
-    try:
-        return importlib.import_module("nltk.tokenize")
-    except ImportError:
-        # an nltk that needs scikit-learn unguarded: import it the plain way
-        for name in [m for m in sys.modules if m == "nltk" or m.startswith("nltk.")]:
-            del sys.modules[name]
-        sys.modules.pop("sklearn", None)
-        return importlib.import_module("nltk.tokenize")
-    finally:
-        if "sklearn" in sys.modules and sys.modules["sklearn"] is None:
-            del sys.modules["sklearn"]
+    return importlib.import_module("nltk.tokenize")
 
 
 @lru_cache(maxsize=4096)
