@@ -74,7 +74,7 @@ def _write(text: str, path: str | None) -> None:
 
 
 def _rendered(render, report):
-    """``render(report)`` with Python warnings (matplotlib, numpy) turned into report
+    """``render(report)`` with Python warnings (numpy's) turned into report
     warnings, never raw lines on stderr; rendered again when there were some, so the page
     lists them."""
     from ls_agreement.plugin.report.build import collect_warnings
