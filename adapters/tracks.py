@@ -27,7 +27,8 @@ from ls_agreement.metrics.model import Keyframe, Track
 
 from .config import ControlSpec
 from .errors import BadValue, SuspectValue, show
-from .fields import IMAGE_LIMIT, finite_or_none, label_key, labels_key, labels_of, nonneg, number, undeclared
+from .fields import (COORD_LIMIT, IMAGE_LIMIT, finite_or_none, label_key, labels_key, labels_of, nonneg, number,
+                     undeclared)
 
 __all__ = ["TYPES", "MULTI", "parse", "plan", "build", "FRAME_LIMIT"]
 
@@ -50,8 +51,31 @@ def _frame_number(raw: Any, field: str) -> int:
     return v
 
 
+_NUMBER = (float, int)   # exact types: bool is not a coordinate
+
+
 def _keyframe(item: Any, k: int) -> tuple[Keyframe, bool]:
-    """One keyframe of ``value.sequence`` and whether it said ``enabled``."""
+    """One keyframe of ``value.sequence`` and whether it said ``enabled``.
+
+    The usual keyframe (every field present and plain) is read in one test; anything
+    else goes through :func:`_checked_keyframe`, which names what is wrong.
+    """
+    if type(item) is dict:
+        get = item.get
+        frame, en, x, y, w, h = get("frame"), get("enabled"), get("x"), get("y"), get("width"), get("height")
+        rot = get("rotation")
+        if rot is None:
+            rot = 0.0
+        # comparisons are False for NaN: a non-finite number falls through to the checks
+        if (type(frame) is int and 0 <= frame <= FRAME_LIMIT and type(en) is bool
+                and type(x) in _NUMBER and type(y) in _NUMBER and type(w) in _NUMBER and type(h) in _NUMBER
+                and type(rot) in _NUMBER and -COORD_LIMIT <= x <= COORD_LIMIT and -COORD_LIMIT <= y <= COORD_LIMIT
+                and 0 <= w <= COORD_LIMIT and 0 <= h <= COORD_LIMIT and -COORD_LIMIT <= rot <= COORD_LIMIT):
+            return Keyframe(frame, en, float(x), float(y), float(w), float(h), float(rot)), True
+    return _checked_keyframe(item, k)
+
+
+def _checked_keyframe(item: Any, k: int) -> tuple[Keyframe, bool]:
     where = f"value.sequence[{k}]"
     if type(item) is not dict:
         raise BadValue(where, f"a keyframe must be an object, got {type(item).__name__}")

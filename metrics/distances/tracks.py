@@ -52,6 +52,7 @@ from .base import Distance
 from .boxes import box_corners
 from .multi_object import LABEL_MODES, PackedObjects, flatten_regions
 from .registry import register
+from ..errors import BadInput
 
 __all__ = ["TrackDistance", "PackedTracks", "pack_tracks", "visible_boxes", "track_pair_similarity",
            "track_similarity_matrix", "VARIANTS", "CHUNK_FRAMES"]
@@ -158,7 +159,7 @@ class PackedTracks(PackedObjects):
             self.bounds = np.zeros((0, 4))
         self.stride = int(self.last.max()) + 2 if n else 2
         if n * self.stride >= 2 ** 62:
-            raise ValueError(f"tracks: {n:,} tracks up to frame {self.stride - 2:,} are too many to index")
+            raise BadInput(f"tracks: {n:,} tracks up to frame {self.stride - 2:,} are too many to index")
         self.key = track_of * self.stride + self.frame
 
 
@@ -270,14 +271,21 @@ def track_pair_similarity(p: PackedTracks, ta: np.ndarray, tb: np.ndarray,
     ba, bb = p.bounds[ta], p.bounds[tb]
     # frames shared in time, boxes that may meet in space (<=: two equal points meet)
     meet = np.flatnonzero((hi >= lo) & np.all(ba[:, :2] <= bb[:, 2:], axis=1) & np.all(bb[:, :2] <= ba[:, 2:], axis=1))
-    length = (hi - lo + 1)[meet]
-    for sl in pair_chunks(length, CHUNK_FRAMES):
-        idx = meet[sl]
+    # a window longer than a chunk is cut in pieces: a chunk never holds more than CHUNK_FRAMES
+    step = CHUNK_FRAMES
+    n_pieces = (hi[meet] - lo[meet]) // step + 1
+    owner = np.repeat(meet, n_pieces)
+    first_piece = np.repeat(np.cumsum(n_pieces) - n_pieces, n_pieces)
+    piece_lo = lo[owner] + step * (np.arange(owner.size, dtype=np.int64) - first_piece)
+    piece_hi = np.minimum(hi[owner], piece_lo + step - 1)
+    length = piece_hi - piece_lo + 1
+    for sl in pair_chunks(length, step):
+        idx = owner[sl]
         n = length[sl]
-        lo_c, hi_c = lo[idx], hi[idx]
+        lo_c, hi_c = piece_lo[sl], piece_hi[sl]
         total = int(n.sum())
         off = np.cumsum(n) - n
-        rep = np.repeat(np.arange(idx.size, dtype=np.int64), n)
+        rep = np.repeat(np.arange(n.size, dtype=np.int64), n)
         f = np.arange(total, dtype=np.int64) + np.repeat(lo_c - off, n)
         ka = _keyframe_at(p, ta[idx], lo_c, hi_c, off, total)
         kb = _keyframe_at(p, tb[idx], lo_c, hi_c, off, total)
@@ -287,8 +295,9 @@ def track_pair_similarity(p: PackedTracks, ta: np.ndarray, tb: np.ndarray,
             continue
         f, rep = f[on], rep[on]
         s = _frame_scores(_boxes(p, ka[on], f), _boxes(p, kb[on], f), variant)
-        score[idx] += np.bincount(rep, weights=s, minlength=idx.size)
-        both[idx] += np.bincount(rep, minlength=idx.size)
+        # pieces of one window may share a chunk: add by owner
+        np.add.at(score, idx, np.bincount(rep, weights=s, minlength=n.size))
+        np.add.at(both, idx, np.bincount(rep, minlength=n.size))
     union = p.n_visible[ta] + p.n_visible[tb] - both
     return np.clip(np.divide(score, union, out=np.zeros(ta.size), where=union > 0), 0.0, 1.0)
 
@@ -343,9 +352,9 @@ class TrackDistance(Distance):
 
     def __init__(self, variant: Variant = "iou", labels: Literal["strict", "ignore"] = "strict") -> None:
         if variant not in VARIANTS:
-            raise ValueError(f"track variant must be one of {VARIANTS}, got {variant!r}")
+            raise BadInput(f"track variant must be one of {VARIANTS}, got {variant!r}")
         if labels not in LABEL_MODES:
-            raise ValueError(f"labels must be one of {LABEL_MODES}, got {labels!r}")
+            raise BadInput(f"labels must be one of {LABEL_MODES}, got {labels!r}")
         self.variant = variant
         self.labels = labels
         self.name = f"tracks.{variant}"

@@ -265,7 +265,7 @@ def test_small_chunks_give_the_same_distances(monkeypatch):
     i, j = np.triu_indices(len(values), 1)
     whole = TrackDistance().pairs(values, i, j)
     monkeypatch.setattr(tracks_mod, "CHUNK_FRAMES", 7)
-    np.testing.assert_array_equal(TrackDistance().pairs(values, i, j), whole)
+    np.testing.assert_allclose(TrackDistance().pairs(values, i, j), whole, rtol=1e-12, atol=1e-15)
 
 
 def test_hand_computed_pair():
