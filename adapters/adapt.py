@@ -28,19 +28,21 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from . import choices, intervals, masks, pairwise, ranking, regions, scalars, shapes, spans, text, tracks
+from . import (choices, intervals, masks, pairwise, per_region, ranking, regions, relations, scalars, shapes, spans,
+               text, tracks)
 from .config import LabelingConfig, parse_config
 from .control import ControlData, candidate_distances, default_distance
 from .errors import AdapterError, BadValue, Problems, SuspectValue, show
 from .fields import MISSING
+from .region_links import Linked, RegionResolver
 from .tasks import select_annotations
 
 __all__ = ["Adapted", "adapt"]
 
 FAMILIES = {"regions": regions, "spans": spans, "text": text, "choices": choices,
             "scalars": scalars, "ranking": ranking, "pairwise": pairwise, "intervals": intervals,
-            "masks": masks, "shapes": shapes,
-            "tracks": tracks}
+            "per_region": per_region, "relations": relations,
+            "tracks": tracks, "masks": masks, "shapes": shapes}
 _KNOWN_TYPES = set().union(*(m.TYPES for m in FAMILIES.values()))
 _EMPTY: list = []   # marker: an annotation without results for a multi-object/set control
 
@@ -112,6 +114,13 @@ def adapt(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool =
     handlers = {n: (fam[n].parse, fam[n].TYPES, s) for n, s in specs.items()}
     # what a result's to_name may say: the control's object(s), or its own name (Pairwise)
     to_ok = {n: frozenset((*s.to_name, s.object_name, n)) for n, s in specs.items()}
+    # Relations and perRegion answers point at regions by id (region_links.py): per
+    # annotation, each id is mapped to the region control result that drew it
+    dependent = {n for n, s in specs.items() if s.family in ("relations", "per_region")}
+    region_sources = {n for n in specs if multi[n] and n not in dependent and specs[n].kind != "sets"}
+    whole_result = {n for n in specs if getattr(fam[n], "WHOLE_RESULT", False)}
+    relation_ctl = next((n for n, s in specs.items() if s.family == "relations"), None)
+    unrouted_relations = 0
     seen: set = set()
     ids_as_text: dict[str, Any] = {}
     if not isinstance(tasks, (list, tuple)):
@@ -159,6 +168,7 @@ def adapt(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool =
                     texts[n][tid] = t
         for ann in select_annotations(task, tid, problems, include_predictions):
             got: dict[str, list] = {}
+            region_ids: dict = {}
             aid = ann.annotation_id
             for r, res in enumerate(ann.result):
                 if type(res) is not dict:
@@ -166,6 +176,11 @@ def adapt(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool =
                                     field=f"result[{r}]")
                     continue
                 fn = res.get("from_name")
+                if fn is None and res.get("type") == "relation":  # Label Studio names no control
+                    if relation_ctl is None:
+                        unrouted_relations += 1
+                        continue
+                    fn = relation_ctl
                 if type(fn) is not str:  # a list or dict would not even hash
                     problems.report("from_name missing or not a string" if fn is None else
                                     f"from_name missing or not a string (got {type(fn).__name__} {show(fn)})",
@@ -178,7 +193,7 @@ def adapt(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool =
                         continue
                     bucket = got[fn] = []
                 parse_fn, types, spec = handlers[fn]
-                value = res.get("value")
+                value = res if fn in whole_result else res.get("value")
                 if type(value) is not dict:
                     problems.report("missing or not an object", task_id=tid, annotation_id=aid,
                                     field=f"result[{r}].value")
@@ -194,6 +209,7 @@ def adapt(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool =
                                     f"({spec.object_name!r})", task_id=tid, annotation_id=aid,
                                     field=f"result[{r}].to_name")
                     continue
+                n_before = len(bucket)
                 try:
                     bucket.append(parse_fn(res, value, spec, data))
                 except SuspectValue as exc:
@@ -209,6 +225,8 @@ def adapt(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool =
                 except (ValueError, TypeError, AttributeError, ArithmeticError) as exc:  # model-level checks
                     problems.report((str(exc) or type(exc).__name__)[:300], task_id=tid, annotation_id=aid,
                                     field=f"result[{r}].value")
+                if fn in region_sources and len(bucket) > n_before and type(res.get("id")) in (str, int):
+                    region_ids.setdefault(res["id"], (fn, bucket, n_before))
             who = ann.annotator
             if ann.display and who not in names:
                 names[who] = ann.display
@@ -218,7 +236,7 @@ def adapt(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool =
                     if strict:
                         problems.report(msg, task_id=tid, annotation_id=aid, field="result")
                     problems.warn(f"task {tid}, annotation {aid}: {msg}; the last one counts")
-                cells[n].append((tid, who, parts))
+                cells[n].append((tid, who, Linked(parts, region_ids, tid, aid) if n in dependent else parts))
                 if ann.ground_truth:
                     gt[n].add((tid, who))
             if ann.prediction:
@@ -231,13 +249,18 @@ def adapt(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool =
                         gt[n].add((tid, who))
 
     controls: dict[str, ControlData] = {}
-    for n, spec in specs.items():
-        cell = cells[n]
-        if hasattr(fam[n], "plan_cells"):   # a plan that needs each cell's task (intervals)
+    states: dict[str, Any] = {}
+    # the controls that point at regions are built last, from the regions as built
+    for n in [n for n in specs if n not in dependent] + [n for n in specs if n in dependent]:
+        spec, cell = specs[n], cells[n]
+        if n in dependent:
+            state, ctl_warn = RegionResolver(lambda c, ps: fam[c].build(ps, specs[c], states[c])), []
+        elif hasattr(fam[n], "plan_cells"):   # a plan that needs each cell's task (intervals)
             state, ctl_warn = fam[n].plan_cells(cell, spec)
         else:
             state, ctl_warn = (fam[n].plan([c[2] for c in cell], spec) if hasattr(fam[n], "plan")
                                else (None, []))
+        states[n] = state
         build = fam[n].build
         empty = frozenset() if spec.kind == "sets" else ()
         vi, va, vv = [], [], []
@@ -247,6 +270,8 @@ def adapt(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool =
                 vi.append(t)
                 va.append(a)
                 vv.append(v)
+        if n in dependent:
+            ctl_warn = ctl_warn + state.warnings(n)
         kind = spec.kind
         table = pd.DataFrame({
             "item": pd.Series(vi, dtype=object if vi and type(vi[0]) is str else None),
@@ -265,6 +290,10 @@ def adapt(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool =
             texts=texts.get(n, {}), annotator_names={a: names[a] for a in used if a in names},
             ground_truth=gt[n], warnings=ctl_warn,
         )
+    if unrouted_relations:
+        problems.warn(f"{unrouted_relations} relation result(s) but the labeling config has no "
+                      "<Relations> tag; relations are not measured")
+    controls = {n: controls[n] for n in specs}   # config order
     return Adapted(controls=controls, warnings=problems.all(), n_tasks=len(seen))
 
 

@@ -35,10 +35,11 @@ SUPPORTED_CONTROLS: dict[str, str] = {
     "brushlabels": "masks", "brush": "masks", "magicwand": "masks",
     "bitmasklabels": "masks", "bitmask": "masks",
     "ellipselabels": "shapes", "ellipse": "shapes", "vectorlabels": "shapes", "vector": "shapes",
+    "relations": "relations",
 }
 # Real Label Studio controls this plugin does not measure (yet): skipped with a warning.
 UNSUPPORTED_CONTROLS = {
-    "relations", "relation",
+    "relation",
     "matrix", "datetime-range", "smartlabels",
 }
 # Tags that never carry results (layout, children of controls).
@@ -247,6 +248,17 @@ def parse_config(xml: str, *, strict: bool = False) -> LabelingConfig:
         low = node.tag.lower()
         name = node.get("name")
         where = f"config.{node.tag}[name={name}]"
+        if low == "relations":   # no toName, and Label Studio accepts it without a name
+            rel = _relations_spec(node, root, where, problem)
+            if rel.name in controls or rel.name in skipped:
+                raise _bad(f"two control tags named {rel.name!r}", where)
+            if any(c.family == "relations" for c in controls.values()):
+                warnings.append(f"{where}: a second Relations tag; Label Studio reads the first only, "
+                                f"so control {rel.name!r} is skipped")
+                skipped.add(rel.name)
+                continue
+            controls[rel.name] = rel
+            continue
         if not name:
             raise _bad(f"{node.tag} without a name attribute", f"config.{node.tag}")
         if name in controls or name in skipped:
@@ -289,6 +301,7 @@ def parse_config(xml: str, *, strict: bool = False) -> LabelingConfig:
             warnings.append(f"control {name!r} ({node.tag} on {to_attr}) is not supported; skipped")
             skipped.add(name)
             continue
+        _per_region(node, spec)
         controls[name] = spec
     if dropped:
         warnings.append(f"... and {dropped} more config warnings")
@@ -296,6 +309,36 @@ def parse_config(xml: str, *, strict: bool = False) -> LabelingConfig:
         why = "; ".join(w for w in warnings if "skipped" in w)[:600]
         raise _bad("no supported control tag" + (f" ({why})" if why else ""))
     return LabelingConfig(controls=controls, objects=objects, warnings=warnings, skipped=skipped)
+
+
+def _relations_spec(node: ET.Element, root: ET.Element, where: str, problem) -> ControlSpec:
+    """The ``Relations`` control: its ``Relation`` labels; named ``"relations"`` (or the first
+    free ``relations_<n>``) when the tag has no name, as Label Studio allows."""
+    name = node.get("name")
+    if not name:
+        taken = {n.get("name") for n in root.iter() if isinstance(n.tag, str)}
+        name, k = "relations", 1
+        while name in taken:
+            name, k = f"relations_{k}", k + 1
+    spec = ControlSpec(name=name, tag=node.tag, to_name=[], object_tags=[], family="relations",
+                       kind="relations", attrs=dict(node.attrib), data_keys=[])
+    labels, known = _declared(node, "relation", where, problem)
+    spec.labels, spec.known = labels or None, frozenset(known)
+    return spec
+
+
+# control families whose answers Label Studio can attach to each region (PerRegionMixin)
+_PER_REGION_FAMILIES = {"choices", "text", "scalars"}
+
+
+def _per_region(node: ET.Element, spec: ControlSpec) -> None:
+    """``perRegion="true"``: one answer per region, family ``per_region``, kind ``attributes``;
+    the answer's own family and kind are kept in ``answer_family`` / ``answer_kind``."""
+    flag = next((v for k, v in node.attrib.items() if k.lower() == "perregion"), None)
+    if flag is None or flag.strip().lower() != "true" or spec.family not in _PER_REGION_FAMILIES:
+        return
+    spec.answer_family, spec.answer_kind = spec.family, spec.kind
+    spec.family, spec.kind = "per_region", "attributes"
 
 
 def _image_region_of(obj: str, root: ET.Element) -> str | None:

@@ -25,6 +25,7 @@ DEFAULT_DISTANCE: dict[str, str] = {
     "sets": "sets.masi", "pairwise": "nominal", "intervals": "intervals.overlap",
     "tracks": "tracks.iou",
     "masks": "masks.iou", "ellipses": "ellipses.iou", "curves": "curves.chamfer",
+    "relations": "relations.jaccard",
 }
 _SCALAR_DEFAULT = {"choices": "nominal", "rating": "ordinal", "number": "interval",
                    "datetime": "interval"}
@@ -73,6 +74,9 @@ def default_distance(spec: ControlSpec) -> str:
     kind = canonical_kind(spec.kind)
     if kind == "scalars":
         return _SCALAR_DEFAULT.get(spec.lower, "nominal")
+    if kind == "attributes":   # per-region answers: the answer's own distance (per_region.py)
+        from .per_region import default_attribute_distance
+        return default_attribute_distance(spec)
     return DEFAULT_DISTANCE.get(kind, "nominal")
 
 
@@ -82,6 +86,9 @@ def fitting_distances(kind: str, tag: str) -> list[str]:
     from ls_agreement.metrics.distances.registry import fitting
 
     kind = canonical_kind(kind)
+    if kind == "attributes":   # per-region answers: the distances of the tag's answers
+        from .per_region import fitting_attribute_distances
+        return fitting_attribute_distances(tag)
     names = fitting("scalars" if kind == "pairwise" else kind)
     if tag.lower() in ("choices", "pairwise"):
         names = [n for n in names if n not in _NUMERIC_ONLY]
@@ -93,6 +100,9 @@ def candidate_distances(spec: ControlSpec) -> list[str]:
     levels for string-valued scalars (Choices, Pairwise), default first if missing."""
     default = default_distance(spec)
     kind = canonical_kind(spec.kind)
+    if kind == "attributes":   # only the answer distances that fit the control's answers
+        from .per_region import attribute_distances
+        return attribute_distances(spec)
     try:
         from ls_agreement.metrics import candidates
         names = list(candidates(kind))

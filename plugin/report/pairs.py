@@ -30,7 +30,8 @@ LABEL_TAGS = frozenset({"choices", "labels", "rectanglelabels", "polygonlabels",
                         "ellipselabels", "brushlabels", "hypertextlabels", "paragraphlabels", "timeserieslabels",
                         "bitmasklabels", "vectorlabels",
                         "timelinelabels",
-                        "videorectangle"})   # its labels come from the Labels tag on its Video
+                        "videorectangle",    # its labels come from the Labels tag on its Video
+                        "relations"})
 #: Annotators paired per control: like the co-annotator map, the matrix grows as annotators².
 MAX_PAIR_ANNOTATORS = 100
 #: Pairs sharing fewer tasks are left out of the matrix.
