@@ -18,14 +18,15 @@ import pandas as pd
 from .distances import registry
 from .distances.registry import DistanceLike
 from .engine import AgreementResult, Duplicates, Form, KsMethod, Scored, agreement, score
-from .model import Box, Curve, Ellipse, Interval, Keypoint, Mask, Polygon, Span, Track
+from .model import Attributed, Box, Curve, Ellipse, Interval, Keypoint, Mask, Polygon, Relation, Span, Track
 from .result import Result, strict_json
 from .table import code_table
 
 __all__ = ["infer_kind", "DistanceChoice", "choose_distance"]
 
 _REGION_KINDS = {Box: "boxes", Polygon: "polygons", Keypoint: "keypoints", Span: "spans", Interval: "intervals",
-                 Track: "tracks", Mask: "masks", Ellipse: "ellipses", Curve: "curves"}
+                 Track: "tracks", Mask: "masks", Ellipse: "ellipses", Curve: "curves",
+                 Relation: "relations", Attributed: "attributes"}
 
 
 def _is_number(x: Any) -> bool:
@@ -39,7 +40,7 @@ def infer_kind(values: Sequence[Any]) -> str:
 
     - sequences of Box / Polygon / Keypoint / Span / Interval -> "boxes" / "polygons" /
       "keypoints" / "spans" / "intervals" (empty sequences fit any of them; all empty -> error);
-      sequences of Track -> "tracks";
+      sequences of Track -> "tracks"; of Relation / Attributed -> "relations" / "attributes";
     - (frozen)sets -> "sets";
     - numbers -> "scalars";
     - strings -> "text" when most are distinct and some contain whitespace (free text),
