@@ -171,13 +171,19 @@ def _make_task(plan: _Plan, index: int, seed: int) -> _Task:
 
 
 def _visible(c: ControlTag, given: dict[str, Any]) -> bool:
-    """Label Studio's ``visibleWhen="choice-selected"`` on the control itself
-    (``Result.canBeSubmitted``): answered only when the named control has an answer (one of
-    ``whenChoiceValue`` when given). ``given`` maps control names to their answers."""
-    when = c.attrs.get("visiblewhen")
+    """Whether an annotator sees (and so answers) control ``c``: Label Studio's
+    ``visibleWhen="choice-selected"`` (``-unselected``) on the control itself
+    (``Result.canBeSubmitted``) and on the Views around it (``mixins/Visibility.js``): shown
+    only when the named control has an answer (one of ``whenChoiceValue`` when given).
+    ``given`` maps control names to their answers."""
+    return all(_shown(attrs, given) for attrs in [*c.ancestors, c.attrs])
+
+
+def _shown(attrs: dict[str, str], given: dict[str, Any]) -> bool:
+    when = attrs.get("visiblewhen")
     if when not in ("choice-selected", "choice-unselected"):
         return True
-    tag, values = c.attrs.get("whentagname"), c.attrs.get("whenchoicevalue")
+    tag, values = attrs.get("whentagname"), attrs.get("whenchoicevalue")
     if tag is None:
         selected = any(v for v in given.values())
     else:
