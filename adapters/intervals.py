@@ -3,7 +3,8 @@
 
 Result shapes, as Label Studio's editor serialises them (docs/label-studio.md §3):
 
-- audio (``type: "labels"``): ``{start, end, channel, labels}``, seconds;
+- audio (``type: "labels"``): ``{start, end, channel, labels}``, seconds, and the clip's
+  duration ``original_length`` beside ``value``;
 - video timeline (``"timelinelabels"``): ``{ranges: [{start, end}], timelinelabels}``,
   1-based frame numbers, both ends included (a single frame has ``start == end``);
 - time series (``"timeserieslabels"``): ``{start, end, instant, timeserieslabels}``, the x
@@ -14,16 +15,23 @@ Result shapes, as Label Studio's editor serialises them (docs/label-studio.md §
   the offsets within those paragraphs' texts (UTF-16 units, JavaScript's string length).
 
 Every region becomes an :class:`~ls_agreement.metrics.model.Interval` on one axis per
-control:
+control. Where the task's extent is known the positions are shares of it, so that tasks of
+different lengths compare: α's chance pairs join regions of *different* tasks, and in
+seconds a region near the end of a long clip would never meet one of a short clip, which
+makes annotators who place regions at random look better than chance. Within a task this
+is a change of unit only (IoU does not change).
 
-- audio: seconds; with ``splitchannels="true"`` on the Audio the channel joins the label
-  (``"Speech [channel 1]"``): regions on different channels never match;
+- audio: shares of the clip (seconds / ``original_length``) when every task's results carry
+  its length, else seconds (a warning says so); with ``splitchannels="true"`` on the Audio
+  the channel joins the label (``"Speech [channel 1]"``): regions on different channels
+  never match;
 - video timeline: frames, a range ``start..end`` as ``[start − 1, end]`` (a frame counts 1);
 - time series: the x values; date strings as seconds since the epoch (UTC, as the
   editor's d3 ``utcFormat``), each task's positions then measured from the earliest
   position marked on that task by anyone, so that tasks over different dates compare;
 - paragraphs: a character position in the paragraphs' texts concatenated (``textKey`` of
-  the Paragraphs, default ``text``), when every task's paragraphs are in its data; else
+  the Paragraphs, default ``text``), as a share of their total length, when every task's
+  paragraphs are in its data; else
   ``index × M + offset``, ``M`` one more than the largest offset in the control, so that
   paragraphs never overlap (a warning says so). One unit per control, never a mix.
 
@@ -127,7 +135,7 @@ def parse(result: dict, value: dict, spec: ControlSpec, data: Any) -> list[tuple
     if axis == "audio":
         start, end = _number(value, "start"), _number(value, "end")
         _ordered(start, end)
-        raw = [(start, end)]
+        raw = [(start, end, _media_length(result.get("original_length")))]
     elif axis == "timeline":
         ranges = value.get("ranges")
         if type(ranges) is not list or not ranges:
@@ -148,6 +156,14 @@ def parse(result: dict, value: dict, spec: ControlSpec, data: Any) -> list[tuple
     else:
         raw = [_paragraph_region(value, spec, data)]
     return _labelled(value, spec, raw)
+
+
+def _media_length(v: Any) -> float | None:
+    """The audio's duration in seconds (``original_length`` beside ``value``), None when absent
+    or not a positive finite number."""
+    if type(v) in (int, float) and 0 < v <= POSITION_LIMIT and math.isfinite(v):
+        return float(v)
+    return None
 
 
 def _ts_position(value: dict, key: str, fmt: str | None) -> tuple[float, bool]:
@@ -227,7 +243,7 @@ def _paragraph_region(value: dict, spec: ControlSpec, data: Any) -> tuple:
                        f"(paragraph {p0}, offset {o0})")
     cum = _paragraph_starts(spec, data)
     if cum is None:
-        return (p0, o0, p1, o1, None, None)
+        return (p0, o0, p1, o1, None, None, None)
     n = len(cum) - 1
     for key, p, o in (("start", p0, o0), ("end", p1, o1)):
         if p >= n:
@@ -235,7 +251,7 @@ def _paragraph_region(value: dict, spec: ControlSpec, data: Any) -> tuple:
         size = cum[p + 1] - cum[p]
         if o > size:
             raise BadValue(f"value.{key}Offset", f"offset {o} is past the end of paragraph {p} ({size})")
-    return (p0, o0, p1, o1, float(cum[p0] + o0), float(cum[p1] + o1))
+    return (p0, o0, p1, o1, float(cum[p0] + o0), float(cum[p1] + o1), float(cum[-1]))
 
 
 # the last task's paragraphs and their start positions (results of one task come together),
@@ -272,11 +288,28 @@ def plan_cells(cells: list[tuple], spec: ControlSpec) -> tuple[Any, list[str]]:
     """Put the control's positions on one axis (module docstring), given every
     ``(task, annotator, parts)`` cell of the control.
 
-    Time-series dates are shifted in place to each task's earliest marked position; for
-    paragraphs the state says the unit: None (characters) or ``M`` (index × M + offset).
+    Audio positions become shares of each task's clip and time-series dates are shifted to
+    each task's earliest marked position, in place; for paragraphs the state says the
+    unit: None (shares of the task's characters) or ``M`` (index × M + offset).
     """
     axis = spec.region
     raws = [(t, r) for t, _, parts in cells for p in parts for r in p]
+    if axis == "audio":
+        length: dict[Any, float | None] = {}
+        for t, r in raws:
+            if r[3] is not None:
+                length[t] = max(length.get(t) or 0.0, r[3])
+            else:
+                length.setdefault(t, None)
+        missing = sum(v is None for v in length.values())
+        if missing:
+            return None, [f"control {spec.name!r}: the audio length (original_length) of {missing} of "
+                          f"{len(length)} tasks is unknown; positions stay in seconds"]
+        for t, _, parts in cells:
+            if parts:
+                n = length[t]
+                parts[:] = [[(r[0], r[1] / n, r[2] / n, n) for r in p] for p in parts]
+        return None, []
     if axis == "timeseries" and any(r[3] for _, r in raws):
         origin: dict[Any, float] = {}
         for t, r in raws:
@@ -297,8 +330,8 @@ def build(parts: list, spec: ControlSpec, state: Any = None) -> tuple:
     """The annotation's value: its intervals sorted by (start, end)."""
     raws = chain.from_iterable(parts)
     if spec.region == "paragraphs":
-        if state is None:
-            out = [_interval(r[5], r[6], r[0]) for r in raws]
+        if state is None:   # shares of the task's characters (a task of empty texts: all at 0)
+            out = [_interval(r[5] / (r[7] or 1.0), r[6] / (r[7] or 1.0), r[0]) for r in raws]
         else:
             out = [_interval(float(r[1] * state + r[2]), float(r[3] * state + r[4]), r[0]) for r in raws]
     else:

@@ -242,10 +242,10 @@ class Interval:
     """A labelled 1-d region ``[start, end]`` on a time or reading axis; ``end == start``
     is an *instant* (a time-series point event).
 
-    Positions are floats in the control's own unit: seconds (audio), frames (video
-    timeline, ``[first - 1, last]`` so a frame counts 1), the time series' x values
-    (seconds since the epoch for dates), or a character position in the concatenated
-    paragraphs (adapters/intervals.py says which).
+    Positions are floats in the control's own unit: a share of the clip (audio), frames
+    (video timeline, ``[first - 1, last]`` so a frame counts 1), the time series' x values
+    (seconds for dates), or a share of the concatenated paragraphs' characters
+    (adapters/intervals.py says which, and when it falls back to seconds or indices).
     """
 
     start: float

@@ -56,12 +56,28 @@ def test_audio_result():
            "value": {"start": 1.5, "end": 3.25, "channel": 0, "labels": ["Speech"]}}
     two = dict(res, id="r2", value={"start": 0.2, "end": 0.9, "channel": 0, "labels": ["Speech", "Noise"]})
     v = _values(AUDIO, [_task(1, {"audio": "a.wav"}, [res, two], [])], "label")
-    assert v[(1, "1")] == (I(0.2, 0.9, "Noise|Speech"), I(1.5, 3.25, "Speech"))
+    # positions are shares of the 60 s clip
+    assert v[(1, "1")] == (I(0.2 / 60, 0.9 / 60, "Noise|Speech"), I(1.5 / 60, 3.25 / 60, "Speech"))
     assert v[(1, "2")] == ()                  # an annotation without regions: nothing marked
     # split channels: the channel is part of the label
     res["value"]["channel"] = 1
     v = _values(AUDIO_SPLIT, [_task(1, {"audio": "a.wav"}, [res])], "label")
-    assert v[(1, "1")] == (I(1.5, 3.25, "Speech [channel 1]"),)
+    assert v[(1, "1")] == (I(1.5 / 60, 3.25 / 60, "Speech [channel 1]"),)
+
+
+def test_audio_clips_of_different_lengths_and_unknown_lengths():
+    def res(s: float, e: float, length: float | None) -> dict:
+        r = {"from_name": "label", "to_name": "audio", "type": "labels",
+             "value": {"start": s, "end": e, "channel": 0, "labels": ["Speech"]}}
+        return r if length is None else dict(r, original_length=length)
+    tasks = [_task(1, {"audio": "a.wav"}, [res(1, 2, 10.0)]), _task(2, {"audio": "b.wav"}, [res(6, 12, 60.0)])]
+    v = _values(AUDIO, tasks, "label")
+    assert v[(1, "1")] == (I(0.1, 0.2, "Speech"),) and v[(2, "1")] == (I(0.1, 0.2, "Speech"),)
+    # one task without its length: the whole control stays in seconds, never a mix
+    tasks[1]["annotations"][0]["result"] = [res(6, 12, None)]
+    ctl = adapt(AUDIO, tasks).controls["label"]
+    assert list(ctl.table["value"]) == [(I(1, 2, "Speech"),), (I(6, 12, "Speech"),)]
+    assert any("original_length" in w and "1 of 2 tasks" in w for w in ctl.warnings)
 
 
 def test_timeline_result_frames_both_ends_included():
@@ -122,11 +138,13 @@ def _para(start: Any, so: int, end: Any, eo: int, lab: str = "Person", key: str 
 def test_paragraph_positions_in_the_concatenated_texts():
     tasks = [_task(1, {"dialogue": DIALOGUE}, [_para("0", 6, "1", 7), _para("2", 7, "2", 9, "Location")])]
     v = _values(PARAGRAPHS, tasks, "entity_slot")
-    # "Hello there." is 12 long; the emoji is 2 UTF-16 units, as JavaScript counts it
-    assert v[(1, "1")] == (I(6, 19, "Person"), I(12 + 15 + 7, 12 + 15 + 9, "Location"))
+    # "Hello there." is 12 long; the emoji is 2 UTF-16 units, as JavaScript counts it: the
+    # dialogue has 12 + 15 + 9 = 36, and positions are shares of it
+    n = 36
+    assert v[(1, "1")] == (I(6 / n, 19 / n, "Person"), I((12 + 15 + 7) / n, (12 + 15 + 9) / n, "Location"))
     # Labels on Paragraphs: the same shape under "labels"
     tasks = [_task(1, {"dialogue": DIALOGUE}, [_para(0, 0, 0, 5, key="labels")])]
-    assert _values(PARA_LABELS, tasks, "entity_slot")[(1, "1")] == (I(0, 5, "Person"),)
+    assert _values(PARA_LABELS, tasks, "entity_slot")[(1, "1")] == (I(0, 5 / n, "Person"),)
 
 
 def test_paragraphs_without_their_texts_go_by_index():
