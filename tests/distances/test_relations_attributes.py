@@ -298,3 +298,43 @@ def test_registered_as_their_own_kinds():
     assert "attributes.nominal" in candidates("attributes")
     assert get_distance("relations.jaccard").kind == "relations"
     assert get_distance("attributes.levenshtein").kind == "attributes"
+
+
+def _external_examples():
+    """Two lists of each region type the other distance modules define."""
+    from ls_agreement.metrics import model
+
+    out = []
+    if hasattr(model, "Ellipse"):
+        E = model.Ellipse
+        out.append(("ellipses", "ellipse_similarity_matrix", [E(10, 10, 5, 3), E(40, 40, 4, 4)],
+                    [E(11, 10, 5, 3, 10.0), E(80, 80, 2, 2)]))
+    if hasattr(model, "Mask"):
+        M = model.Mask
+        a = np.zeros((8, 8), bool)
+        a[1:4, 1:5] = True
+        b = np.zeros((8, 8), bool)
+        b[2:5, 1:5] = True
+        out.append(("masks", "mask_similarity_matrix", [M.from_array(a)], [M.from_array(b), M.from_array(~b)]))
+    if hasattr(model, "Curve"):
+        C = model.Curve
+        out.append(("curves", "curve_similarity_matrix", [C(((0, 0), (10, 0)))], [C(((0, 1), (10, 1))), C(((50, 50), (60, 60)))]))
+    if hasattr(model, "Track"):
+        T, K = model.Track, model.Keyframe
+        out.append(("tracks", "track_similarity_matrix", [T((K(1, True, 0, 0, 10, 10), K(5, False, 4, 0, 10, 10)))],
+                    [T((K(1, True, 1, 0, 10, 10), K(5, False, 5, 0, 10, 10))), T((K(3, True, 50, 50, 5, 5),))]))
+    return out
+
+
+@pytest.mark.parametrize("module, func, a, b", _external_examples())
+def test_other_region_types_use_their_own_modules(module, func, a, b):
+    """Each region type is matched by the similarity its own module defines."""
+    mod = pytest.importorskip(f"ls_agreement.metrics.distances.{module}")
+    want = np.asarray(getattr(mod, func)(a, b))
+    np.testing.assert_allclose(similarity_matrix(a, b), want, atol=1e-9)
+    # and a per-region answer on them: the best-matched pair carries the agreement
+    A = tuple(Attributed(r, "x") for r in a)
+    B = tuple(Attributed(r, "x") for r in b)
+    best = best_matching(want)
+    expected = 1 - sum(want[r, c] for r, c in best) / max(len(a), len(b))
+    assert get_distance("attributes.nominal")(A, B) == pytest.approx(expected, abs=1e-9)
