@@ -42,5 +42,7 @@ case "$cmd" in
     fi
     exec .venv/bin/python -m pytest "$@" ;;
   bench) exec .venv/bin/python -m benchmarks "$@" ;;
-  *)     echo "usage: bash run.sh demo|test|bench [args]"; exit 2 ;;
+  # outside CI: the plugin's server tests against several Label Studio releases (args: releases)
+  compat) exec .venv/bin/python tests/compat_matrix.py "$@" ;;
+  *)     echo "usage: bash run.sh demo|test|bench|compat [args]"; exit 2 ;;
 esac

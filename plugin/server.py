@@ -37,7 +37,9 @@ import requests
 if TYPE_CHECKING:
     from .local_postgres import LocalPostgres
 
-LS_VERSION = "1.23.2"
+# The Label Studio release the demo and the tests start; `bash run.sh compat` sets
+# LS_AGREEMENT_LS_VERSION to run the server tests against others.
+LS_VERSION = os.environ.get("LS_AGREEMENT_LS_VERSION") or "1.23.2"
 DEFAULT_EMAIL = "admin@example.com"
 DEFAULT_PASSWORD = "ls-agreement-admin"
 # Legacy API token of the admin (Label Studio accepts 6..40 characters).
@@ -89,6 +91,38 @@ def _file_lock(path: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def enable_legacy_tokens(db_path: Path) -> None:
+    """Let every organization of a stopped server's SQLite database accept legacy API tokens.
+
+    LABEL_STUDIO_ENABLE_LEGACY_API_TOKEN (environment) does this for new organizations
+    from Label Studio 1.18 on; on 1.17 a new organization refuses them (401), so the
+    harness sets the organization's own switch, the one its JWT settings page sets. A
+    no-op where the switch is on already, or where the release has no JWT settings.
+    """
+    import sqlite3
+
+    con = sqlite3.connect(db_path)
+    try:
+        cols = {row[1] for row in con.execute("PRAGMA table_info(jwt_auth_jwtsettings)")}
+        if "legacy_api_tokens_enabled" not in cols:
+            return
+        orgs = [row[0] for row in con.execute("SELECT id FROM organizations_organization")]
+        for org in orgs:
+            if con.execute("UPDATE jwt_auth_jwtsettings SET legacy_api_tokens_enabled = 1 "
+                           "WHERE organization_id = ?", (org,)).rowcount:
+                continue
+            # no row yet (created on first access): one with the model's defaults
+            values = {"organization_id": org, "legacy_api_tokens_enabled": 1,
+                      "api_tokens_enabled": 1, "api_token_ttl_days": 200 * 365,
+                      "created_at": "2000-01-01 00:00:00", "updated_at": "2000-01-01 00:00:00"}
+            values = {k: v for k, v in values.items() if k in cols}
+            con.execute(f"INSERT INTO jwt_auth_jwtsettings ({', '.join(values)}) "
+                        f"VALUES ({', '.join('?' * len(values))})", tuple(values.values()))
+        con.commit()
+    finally:
+        con.close()
 
 
 class LocalLabelStudio(LocalAccounts):
@@ -245,6 +279,7 @@ class LocalLabelStudio(LocalAccounts):
             partial.mkdir(parents=True)
             builder._launch(timeout)
             builder.stop()
+            enable_legacy_tokens(partial / "label_studio.sqlite3")
             for name in (LOG_NAME, SECRET_NAME):  # each copy gets its own
                 (partial / name).unlink(missing_ok=True)
             partial.rename(tmpl)
