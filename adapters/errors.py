@@ -10,6 +10,9 @@ from __future__ import annotations
 import reprlib
 from typing import Any
 
+# defined by the metrics (they depend on nothing); every layer raises and catches these
+from ls_agreement.metrics.errors import AgreementError, BadInput
+
 __all__ = ["AgreementError", "BadInput", "AdapterError", "Problems", "BadValue", "SuspectValue",
            "MAX_WARNINGS", "show"]
 
@@ -50,18 +53,6 @@ def _where(task_id: Any, annotation_id: Any, field: str | None) -> str:
     if field:
         parts.append(f"field {field!r}")
     return ", ".join(parts)
-
-
-class AgreementError(Exception):
-    """Every error raised on purpose; ``exit_code`` is what the command line returns."""
-
-    exit_code = 1
-
-
-class BadInput(AgreementError, ValueError):
-    """Bad input (export, labeling config, settings, command-line value): exit code 2."""
-
-    exit_code = 2
 
 
 class AdapterError(BadInput):

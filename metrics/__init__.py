@@ -2,6 +2,7 @@
 
 Knows nothing of Label Studio: any table with one row per annotator per item works.
 """
+from .errors import AgreementError, BadInput
 from .model import Box, Keypoint, Polygon, Span
 from .distances import Distance, available, candidates, get_distance, register
 from .engine import AgreementResult, agreement
@@ -10,6 +11,7 @@ from .kappa import cohen_kappa, fleiss_kappa, landis_koch
 from .distributional import ks_score, ks_statistic, sigma_threshold, sigma_score
 
 __all__ = [
+    "BadInput", "AgreementError",
     "Box", "Polygon", "Keypoint", "Span",
     "Distance", "register", "get_distance", "available", "candidates",
     "agreement", "AgreementResult",

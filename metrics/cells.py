@@ -24,6 +24,7 @@ import numpy as np
 
 from .distances.base import Distance, check_distances, compute_distinct, value_keys
 from .table import CodedTable, observed_pairs, show
+from .errors import BadInput
 
 __all__ = ["ObservedCells", "observed_cells", "pairs_as_cells"]
 
@@ -229,6 +230,6 @@ def _checked(d: np.ndarray, dist: Distance, ct: CodedTable, i: np.ndarray, j: np
         if not m:
             raise
         k = int(m.group(1))
-        raise ValueError(f"{exc} (item {show(ct.item_labels[ct.item[i[k]]])}, annotators "
+        raise BadInput(f"{exc} (item {show(ct.item_labels[ct.item[i[k]]])}, annotators "
                          f"{show(ct.annotator_labels[ct.annotator[i[k]]])} and "
                          f"{show(ct.annotator_labels[ct.annotator[j[k]]])})") from None

@@ -21,6 +21,7 @@ from .engine import AgreementResult, Duplicates, Form, KsMethod, Scored, agreeme
 from .model import Attributed, Box, Curve, Ellipse, Interval, Keypoint, Mask, Polygon, Relation, Span, Track
 from .result import Result, strict_json
 from .table import code_table
+from .errors import BadInput
 
 __all__ = ["infer_kind", "DistanceChoice", "choose_distance"]
 
@@ -63,11 +64,11 @@ def infer_kind(values: Sequence[Any]) -> str:
     """
     vals = [v for v in values if v is not None]
     if not vals:
-        raise ValueError("cannot infer the value kind: no values")
+        raise BadInput("cannot infer the value kind: no values")
     kinds = {_kind_of(v, n) for n, v in enumerate(vals)}
     kinds.discard("empty")
     if not kinds:
-        raise ValueError("cannot infer the value kind: every value is an empty sequence")
+        raise BadInput("cannot infer the value kind: every value is an empty sequence")
     if kinds == {"str"}:
         strs = [v for v in vals if isinstance(v, str)]
         free = any(any(c.isspace() for c in s.strip()) for s in strs) and len(set(strs)) > 0.5 * len(strs)
@@ -75,7 +76,7 @@ def infer_kind(values: Sequence[Any]) -> str:
     if kinds <= {"vectors", "rankings"} and kinds:
         return "vectors" if "vectors" in kinds else "rankings"
     if len(kinds) > 1:
-        raise ValueError(f"cannot infer one value kind: values mix {sorted(kinds)}")
+        raise BadInput(f"cannot infer one value kind: values mix {sorted(kinds)}")
     return kinds.pop()
 
 
@@ -87,19 +88,19 @@ def _kind_of(v: Any, n: int) -> str:
     if isinstance(v, (set, frozenset)):
         return "sets"
     if isinstance(v, dict):
-        raise ValueError(f"value #{n} is a dict ({v!r:.60}): no distance compares dicts; "
+        raise BadInput(f"value #{n} is a dict ({v!r:.60}): no distance compares dicts; "
                          "convert it to the common model (metrics.model) first")
     try:
         seq = list(v)
     except TypeError:
-        raise ValueError(f"value #{n} ({v!r:.60}) has type {type(v).__name__}, which no distance compares") from None
+        raise BadInput(f"value #{n} ({v!r:.60}) has type {type(v).__name__}, which no distance compares") from None
     if not seq:
         return "empty"
     region = {_REGION_KINDS.get(type(x)) for x in seq}
     if len(region) == 1 and None not in region:
         return region.pop()
     if any(type(x) in _REGION_KINDS for x in seq):
-        raise ValueError(f"value #{n} mixes region types: {sorted({type(x).__name__ for x in seq})}")
+        raise BadInput(f"value #{n} mixes region types: {sorted({type(x).__name__ for x in seq})}")
     if all(_is_number(x) for x in seq):
         floats = any(isinstance(x, (float, np.floating)) and not float(x).is_integer() for x in seq)
         return "vectors" if floats or len(set(seq)) < len(seq) else "rankings"
@@ -182,15 +183,15 @@ def choose_distance(table: pd.DataFrame, candidates: Sequence[DistanceLike] | No
     'interval'
     """
     if "value" not in getattr(table, "columns", ()):
-        raise ValueError("choose_distance needs a table with columns item, annotator, value")
+        raise BadInput("choose_distance needs a table with columns item, annotator, value")
     if candidates is None:
         kind = infer_kind(table["value"].tolist())
         candidates = registry.candidates(kind)
         if not candidates:
-            raise ValueError(f"no candidate distances registered for value kind {kind!r}")
+            raise BadInput(f"no candidate distances registered for value kind {kind!r}")
     names = [c if isinstance(c, str) else registry.get_distance(c).name for c in candidates]
     if not names:
-        raise ValueError("choose_distance needs at least one candidate distance")
+        raise BadInput("choose_distance needs at least one candidate distance")
     ct = code_table(table, duplicates)
     scores: dict[str, Scored] = {}
     errors: dict[str, str] = {}
@@ -202,7 +203,7 @@ def choose_distance(table: pd.DataFrame, candidates: Sequence[DistanceLike] | No
             errors[name] = str(exc)
     if not scores:
         detail = "; ".join(f"{k}: {v}" for k, v in errors.items())
-        raise ValueError(f"no candidate distance could be computed on this table ({detail})")
+        raise BadInput(f"no candidate distance could be computed on this table ({detail})")
     rows = [{"distance": n, "alpha": r.alpha, "ks": r.ks, "sigma": r.sigma, "ks_statistic": r.ks_statistic,
              "n_pairs": int(r.core.n_pairs), "status": "ok" if r.d_e > 0 else "no_variation"}
             for n, r in scores.items()]

@@ -30,6 +30,7 @@ from .distances.base import Distance, check_distances
 from .distances.registry import DistanceLike, get_distance
 from .result import Result
 from .table import Duplicates, long_table
+from .errors import BadInput
 
 __all__ = ["CrossKappaResult", "cross_kappa", "alpha_from_counts"]
 
@@ -320,7 +321,7 @@ def cross_kappa(table_x: pd.DataFrame, table_y: pd.DataFrame, distance: Distance
     n_lab = len(labels)
     common = (np.bincount(cx_all, minlength=n_lab) > 0) & (np.bincount(cy_all, minlength=n_lab) > 0)
     if not common.any():
-        raise ValueError("the two replications share no item: κx needs items rated in both")
+        raise BadInput("the two replications share no item: κx needs items rated in both")
     recode = np.cumsum(common) - 1
     keep_x, keep_y = common[cx_all], common[cy_all]
     item_x, item_y = recode[cx_all[keep_x]], recode[cy_all[keep_y]]

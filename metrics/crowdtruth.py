@@ -33,6 +33,7 @@ import pandas as pd
 from .crowdtruth_sums import SMALL, AnswerSums, Grouped, unchosen_mass
 from .result import Result
 from .table import long_table
+from .errors import BadInput
 
 __all__ = ["CrowdTruthResult", "crowdtruth"]
 
@@ -104,14 +105,14 @@ def _answers(value: Any, item: Any, ann: Any) -> dict[Any, float]:
         for a, c in value.items():
             n = float(c) if isinstance(c, (int, float, np.integer, np.floating)) and not isinstance(c, bool) else math.nan
             if not (math.isfinite(n) and n >= 0):
-                raise ValueError(f"item {item!r}, annotator {ann!r}: count {c!r} of answer {a!r} "
+                raise BadInput(f"item {item!r}, annotator {ann!r}: count {c!r} of answer {a!r} "
                                  "is not a non-negative number")
             if n > 0:
                 out[a] = n
         return out
     if isinstance(value, Iterable):
         return {a: float(c) for a, c in Counter(value).items()}
-    raise ValueError(f"item {item!r}, annotator {ann!r}: value {value!r} is not a collection of answers")
+    raise BadInput(f"item {item!r}, annotator {ann!r}: value {value!r} is not a collection of answers")
 
 
 def crowdtruth(table: pd.DataFrame, options: Sequence[Any] | None = None, *, tol: float = 1e-3,
@@ -166,7 +167,7 @@ def crowdtruth(table: pd.DataFrame, options: Sequence[Any] | None = None, *, tol
     keep = nonempty & (sizes[unit_codes] >= 2)
     dropped_units = [unit_labels[u] for u in np.flatnonzero(sizes == 1)]
     if not keep.any():
-        raise ValueError("no unit has answers from two annotators: CrowdTruth needs at least two per unit")
+        raise BadInput("no unit has answers from two annotators: CrowdTruth needs at least two per unit")
 
     rows = np.flatnonzero(keep)
     u_codes, u_first = pd.factorize(unit_codes[rows])
@@ -183,7 +184,7 @@ def crowdtruth(table: pd.DataFrame, options: Sequence[Any] | None = None, *, tol
         for r in row_list:
             for a in vals[r]:
                 if a not in index:
-                    raise ValueError(f"item {items[r]!r}, annotator {anns[r]!r}: answer {a!r} is not "
+                    raise BadInput(f"item {items[r]!r}, annotator {anns[r]!r}: answer {a!r} is not "
                                      f"among the options {opt_list[:10]}")
     else:
         index = {}

@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from .errors import BadInput
 
 __all__ = ["Diagnostic", "MESSAGES", "CODES", "expected_modes"]
 
@@ -61,7 +62,7 @@ class Diagnostic(str):
 
     def __new__(cls, code: str, **detail: Any) -> "Diagnostic":
         if code not in MESSAGES:
-            raise ValueError(f"unknown diagnostic code {code!r}; known: {', '.join(CODES)}")
+            raise BadInput(f"unknown diagnostic code {code!r}; known: {', '.join(CODES)}")
         fields = dict(detail)
         if code == "annotator_intervals_hidden":
             fields["why"] = _HIDDEN_WHY[detail["problem"]]

@@ -15,6 +15,7 @@ import math
 import numpy as np
 from scipy.optimize import brentq
 from scipy.special import erf, ndtr
+from .errors import BadInput
 
 __all__ = ["ExpectedDistribution", "ks_score", "ks_statistic", "kde_bandwidth", "sigma_threshold", "sigma_score",
            "kde_mass", "kernel_mass", "P_MIN", "P_STABLE", "KERNEL_WINDOW"]
@@ -78,7 +79,7 @@ class ExpectedDistribution:
     def __init__(self, expected: np.ndarray, weights: np.ndarray | None = None) -> None:
         e = np.asarray(expected, dtype=np.float64).ravel()
         if e.size == 0:
-            raise ValueError("no expected distances: the chance baseline is empty")
+            raise BadInput("no expected distances: the chance baseline is empty")
         if weights is None:
             self.x = np.sort(e)
             self.w = None
@@ -86,7 +87,7 @@ class ExpectedDistribution:
         else:
             w = np.asarray(weights, dtype=np.float64).ravel()
             if w.shape != e.shape:
-                raise ValueError(f"weights shape {w.shape} does not match expected distances {e.shape}")
+                raise BadInput(f"weights shape {w.shape} does not match expected distances {e.shape}")
             order = np.argsort(e, kind="stable")
             self.x, self.w = e[order], w[order]
             self.cum = np.concatenate(([0.0], np.cumsum(self.w)))
@@ -146,10 +147,10 @@ def ks_score(observed: np.ndarray, expected: np.ndarray | ExpectedDistribution, 
     float in [0, 1]; 0.5 means indistinguishable from chance.
     """
     if method not in ("exact", "scipy"):
-        raise ValueError(f"ks method must be 'exact' or 'scipy', got {method!r}")
+        raise BadInput(f"ks method must be 'exact' or 'scipy', got {method!r}")
     d, ow = _observed(observed, observed_weights)
     if d.size == 0:
-        raise ValueError("KS needs at least one observed distance")
+        raise BadInput("KS needs at least one observed distance")
     dist = _as_distribution(expected, weights)
     n = dist.total
     above = dist.weight_above(d)
@@ -177,7 +178,7 @@ def ks_statistic(observed: np.ndarray, expected: np.ndarray | ExpectedDistributi
     """
     d, ow = _observed(observed, observed_weights)
     if d.size == 0:
-        raise ValueError("KS statistic needs observed distances")
+        raise BadInput("KS statistic needs observed distances")
     dist = _as_distribution(expected, weights)
     if ow is None:
         f_do = np.searchsorted(d, d, side="right") / d.size
@@ -195,7 +196,7 @@ def _observed(observed: np.ndarray, weights: np.ndarray | None) -> tuple[np.ndar
         return np.sort(d), None
     w = np.asarray(weights, dtype=np.float64).ravel()
     if w.shape != d.shape:
-        raise ValueError(f"observed weights shape {w.shape} does not match observed distances {d.shape}")
+        raise BadInput(f"observed weights shape {w.shape} does not match observed distances {d.shape}")
     order = np.argsort(d, kind="stable")
     return d[order], w[order]
 
@@ -219,7 +220,7 @@ class _KdeMass:
         self.total = dist.total
         self.bw = dist.bandwidth() if bandwidth is None else float(bandwidth)
         if not math.isfinite(self.bw) or self.bw < 0:
-            raise ValueError(f"bandwidth must be finite and >= 0, got {self.bw!r}")
+            raise BadInput(f"bandwidth must be finite and >= 0, got {self.bw!r}")
         self.stable = stable and self.bw > 0
         if self.bw > 0:
             phi0 = ndtr(-self.x / self.bw)
@@ -312,14 +313,14 @@ def sigma_threshold(expected: np.ndarray | ExpectedDistribution, p: float = 0.05
         ``p`` outside ``(0, 1)`` or below ``P_MIN`` (its mass underflows double precision).
     """
     if not 0.0 < p < 1.0:
-        raise ValueError(f"p must be in (0, 1), got {p}")
+        raise BadInput(f"p must be in (0, 1), got {p}")
     if p < P_MIN:
-        raise ValueError(f"p must be at least {P_MIN:g}, got {p:g}: a smaller kernel density mass "
+        raise BadInput(f"p must be at least {P_MIN:g}, got {p:g}: a smaller kernel density mass "
                          "underflows double precision")
     dist = _as_distribution(expected, weights)
     f = _KdeMass(dist, bandwidth, stable=p < P_STABLE)
     if f.total <= 0:
-        raise ValueError("sigma needs at least one expected distance")
+        raise BadInput("sigma needs at least one expected distance")
     if f.sup < p:
         return math.inf
     if f.bw <= 0:
@@ -358,7 +359,7 @@ def sigma_score(observed: np.ndarray, threshold: float, observed_weights: np.nda
     """
     d = np.asarray(observed, dtype=np.float64).ravel()
     if d.size == 0:
-        raise ValueError("sigma needs at least one observed distance")
+        raise BadInput("sigma needs at least one observed distance")
     if observed_weights is None:
         return float(np.mean(d < threshold))
     w = np.asarray(observed_weights, dtype=np.float64).ravel()

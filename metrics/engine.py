@@ -24,6 +24,7 @@ from .expected import Expected
 from .groups import per_annotator_sides_table, per_annotator_table, per_item_table
 from .result import Result
 from .table import CodedTable, code_table
+from .errors import BadInput
 
 __all__ = ["agreement", "score", "Scored", "AgreementResult", "FORMS", "KS_METHODS", "alpha_core", "AlphaCore"]
 
@@ -203,13 +204,13 @@ class Scored:
 
 def _check_options(p: float, form: str, ks_method: str, confidence: float | None = None) -> None:
     if form not in FORMS:
-        raise ValueError(f"form must be one of {FORMS}, got {form!r}")
+        raise BadInput(f"form must be one of {FORMS}, got {form!r}")
     if ks_method not in KS_METHODS:
-        raise ValueError(f"ks_method must be one of {KS_METHODS}, got {ks_method!r}")
+        raise BadInput(f"ks_method must be one of {KS_METHODS}, got {ks_method!r}")
     if not 0.0 < p < 1.0:
-        raise ValueError(f"p must be in (0, 1), got {p}")
+        raise BadInput(f"p must be in (0, 1), got {p}")
     if confidence is not None and not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+        raise BadInput(f"confidence must be in (0, 1), got {confidence}")
 
 
 def score(table: pd.DataFrame | CodedTable, distance: DistanceLike, *, p: float = 0.05, form: Form = "canonical",
@@ -222,7 +223,7 @@ def score(table: pd.DataFrame | CodedTable, distance: DistanceLike, *, p: float 
     """
     _check_options(p, form, ks_method)
     if isinstance(distance, str) and distance == "auto":
-        raise ValueError("distance 'auto' is resolved by choose_distance(table), which ranks the "
+        raise BadInput("distance 'auto' is resolved by choose_distance(table), which ranks the "
                          "candidates; pass a distance name here")
     dist = get_distance(distance)
     ct = table if isinstance(table, CodedTable) else code_table(table, duplicates)
@@ -311,7 +312,7 @@ def agreement(
     0.444
     """
     if bootstrap < 0:
-        raise ValueError(f"bootstrap must be >= 0, got {bootstrap}")
+        raise BadInput(f"bootstrap must be >= 0, got {bootstrap}")
     if isinstance(distance, Scored):
         sc = distance
         _check_options(sc.p, sc.form, sc.ks_method, confidence)

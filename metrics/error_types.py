@@ -39,6 +39,7 @@ from .distances.multi_object import flatten_regions
 from .model import Box, Interval, Polygon, Span
 from .result import Result, finite_or_none
 from .table import CodedTable, code_table, observed_pairs
+from .errors import BadInput
 
 __all__ = ["ErrorTypesResult", "error_types", "CATEGORIES", "RegionKind"]
 
@@ -130,11 +131,11 @@ def error_types(table: pd.DataFrame, *, kind: RegionKind | None = None,
         first = next((r for v in values for r in (v or ())), None)
         kind = next((k for k, t in _TYPES.items() if isinstance(first, t)), "boxes")
     if kind not in _TYPES:
-        raise ValueError(f"kind must be one of {tuple(_TYPES)}, got {kind!r}")
+        raise BadInput(f"kind must be one of {tuple(_TYPES)}, got {kind!r}")
     if threshold is None:
         threshold = 1.0 if kind == "spans" else 0.5
     if not 0.0 < threshold <= 1.0:
-        raise ValueError(f"threshold must be in (0, 1], got {threshold!r}")
+        raise BadInput(f"threshold must be in (0, 1], got {threshold!r}")
     if kind == "spans":
         # zero-length spans mark no unit (as in the span distances)
         values = [tuple(s for s in v if isinstance(s, Span) and s.end > s.start)

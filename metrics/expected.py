@@ -14,6 +14,7 @@ from .distances.base import Distance, check_distances, compute_distinct, value_k
 from .distances.scalars import ScalarDistance
 from .stratified_chance import Strata, stratified_expected
 from .table import CodedTable, all_between_pairs, between_pair_count, sample_between_pairs
+from .errors import BadInput
 
 __all__ = ["Expected", "expected_distances"]
 
@@ -77,7 +78,7 @@ def _target_size(n_observed: int, expected_pairs: int | str | None) -> int | Non
         return max(n_observed, 10_000)
     if isinstance(expected_pairs, (int, np.integer)) and expected_pairs > 0:
         return int(expected_pairs)
-    raise ValueError(f"expected_pairs must be a positive int, 'all' or None, got {expected_pairs!r}")
+    raise BadInput(f"expected_pairs must be a positive int, 'all' or None, got {expected_pairs!r}")
 
 
 def _sampled(ct: CodedTable, dist: Distance, prepared: object, expected_pairs: int | str | None,
@@ -85,10 +86,10 @@ def _sampled(ct: CodedTable, dist: Distance, prepared: object, expected_pairs: i
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool, tuple[np.ndarray, np.ndarray] | None]:
     n_between = between_pair_count(ct)
     if n_between == 0:
-        raise ValueError("every value is on the same item: no between-item pairs for the chance baseline")
+        raise BadInput("every value is on the same item: no between-item pairs for the chance baseline")
     target = _target_size(n_observed, expected_pairs)
     if target is None and n_between > MAX_ALL_PAIRS:
-        raise ValueError(f"expected_pairs='all' would compute {n_between:,} between-item distances "
+        raise BadInput(f"expected_pairs='all' would compute {n_between:,} between-item distances "
                          f"(limit {MAX_ALL_PAIRS:,}); pass a sample size instead")
     if target is None or n_between <= target:
         i, j = all_between_pairs(ct)
@@ -183,7 +184,7 @@ def _scalar_expected(ct: CodedTable, dist: ScalarDistance, x: np.ndarray, cells:
     counts = np.bincount(code, minlength=domain.size).astype(np.float64)
     v = domain.size
     if n_between == 0:
-        raise ValueError("every value is on the same item: no between-item pairs for the chance baseline")
+        raise BadInput("every value is on the same item: no between-item pairs for the chance baseline")
 
     # Σ over all unordered pairs, in O(values) (Krippendorff's coincidence form)
     exact_mean = True

@@ -33,6 +33,7 @@ from scipy import stats
 from .icc import numeric_long_table
 from .result import Result
 from .table import Duplicates, factorize, long_table, show
+from .errors import BadInput
 
 __all__ = ["CacResult", "WeightName", "gwet_ac1", "gwet_ac2", "scott_pi", "bennett_s", "weight_matrix",
            "per_annotator_bias"]
@@ -135,7 +136,7 @@ def weight_matrix(weights: WeightName, categories: Sequence[Any] | np.ndarray) -
     ndarray of float64, shape (q, q)
     """
     if weights not in WEIGHT_NAMES:
-        raise ValueError(f"weights must be one of {WEIGHT_NAMES} or a q×q array, got {weights!r}")
+        raise BadInput(f"weights must be one of {WEIGHT_NAMES} or a q×q array, got {weights!r}")
     cats = np.asarray(categories, dtype=object)
     q = cats.size
     x = cats.astype(np.float64) if _is_numeric(cats) else np.arange(1.0, q + 1.0)
@@ -152,7 +153,7 @@ def weight_matrix(weights: WeightName, categories: Sequence[Any] | np.ndarray) -
             return 1.0 - np.sqrt(np.abs(diff)) / np.sqrt(span)
         if weights == "ratio":
             if np.any(x == 0):
-                raise ValueError("ratio weights are undefined with 0 as a category (x_k + x_l = 0)")
+                raise BadInput("ratio weights are undefined with 0 as a category (x_k + x_l = 0)")
             return 1.0 - (diff / (x[:, None] + x[None, :])) ** 2 / (span / (x.max() + x.min())) ** 2
         if weights == "circular":
             w = np.sin(np.pi * diff / (span + 1.0)) ** 2
@@ -183,23 +184,23 @@ def _count_matrix(table: pd.DataFrame, categories: Sequence[Any] | None,
     rated = ~np.asarray(pd.isna(raw), dtype=bool) if raw.dtype.kind not in "biu" else np.ones(raw.size, bool)
     df, raw = df.loc[rated], raw[rated]
     if raw.size == 0:
-        raise ValueError("no rating: every value is None/NaN")
+        raise BadInput("no rating: every value is None/NaN")
     if categories is None:
         labels = pd.unique(raw if raw.dtype != object else pd.Series(raw, dtype=object))
         try:
             cats = np.asarray(sorted(labels), dtype=object)
         except TypeError as exc:                        # e.g. str mixed with int
-            raise ValueError(f"categories of mixed types cannot be ordered ({exc}); pass categories=[...]") from None
+            raise BadInput(f"categories of mixed types cannot be ordered ({exc}); pass categories=[...]") from None
     else:
         cats = np.asarray(list(categories), dtype=object)
         if pd.Index(cats).has_duplicates:
-            raise ValueError(f"categories has repeated entries: {list(cats)}")
+            raise BadInput(f"categories has repeated entries: {list(cats)}")
         if _is_numeric(cats):                            # a numeric scale is ordered by value, as irrCAC does
             cats = cats[np.argsort(cats.astype(np.float64), kind="stable")]
     code = pd.Index(cats).get_indexer(pd.Index(raw if raw.dtype != object else pd.Series(raw, dtype=object)))
     if np.any(code < 0):
         k = int(np.flatnonzero(code < 0)[0])
-        raise ValueError(f"item {show(df['item'].iat[k])}, annotator {show(df['annotator'].iat[k])}: value "
+        raise BadInput(f"item {show(df['item'].iat[k])}, annotator {show(df['annotator'].iat[k])}: value "
                          f"{show(raw[k])} is not among categories {[_py(c) for c in cats]}")
     item, _ = factorize(df["item"].to_numpy())
     n_ann = int(factorize(df["annotator"].to_numpy())[1].size)
@@ -212,7 +213,7 @@ def _cac(table: pd.DataFrame, chance: Chance, name: str, weights: WeightName | n
          categories: Sequence[Any] | None, confidence: float, duplicates: Duplicates) -> CacResult:
     """The shared computation of the coefficients (formulas in the module docstring)."""
     if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+        raise BadInput(f"confidence must be in (0, 1), got {confidence!r}")
     counts, cats, n_ann = _count_matrix(table, categories, duplicates)
     n, q = counts.shape
     if isinstance(weights, str):
@@ -220,15 +221,15 @@ def _cac(table: pd.DataFrame, chance: Chance, name: str, weights: WeightName | n
     else:
         w, w_name = np.asarray(weights, dtype=np.float64), "custom"
         if w.shape != (q, q):
-            raise ValueError(f"weights must be a {q}×{q} matrix for categories {[_py(c) for c in cats]}, "
+            raise BadInput(f"weights must be a {q}×{q} matrix for categories {[_py(c) for c in cats]}, "
                              f"got shape {w.shape}")
     r = counts.sum(axis=1)
     pair = r >= 2
     n2 = int(pair.sum())
     if n2 == 0:
-        raise ValueError("no item has ratings from two annotators: agreement is undefined")
+        raise BadInput("no item has ratings from two annotators: agreement is undefined")
     if n < 2:
-        raise ValueError("the standard error needs at least two rated items; the table has one")
+        raise BadInput("the standard error needs at least two rated items; the table has one")
 
     r_star = counts @ w.T                              # r*_ik = Σ_l w_kl r_il, shape (n, q)
     agree = (counts * (r_star - 1.0)).sum(axis=1)
@@ -370,10 +371,10 @@ def per_annotator_bias(table: pd.DataFrame, *, confidence: float = 0.95,
     n ≥ 2). Annotators who share no item with anyone have n = 0.
     """
     if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+        raise BadInput(f"confidence must be in (0, 1), got {confidence!r}")
     df = numeric_long_table(table, duplicates=duplicates, measure="per_annotator_bias")
     if df.empty:
-        raise ValueError("no rating: every value is None/NaN")
+        raise BadInput("no rating: every value is None/NaN")
     y = df["value"].to_numpy()
     item, _ = factorize(df["item"].to_numpy())
     ann, ann_labels = factorize(df["annotator"].to_numpy())

@@ -53,6 +53,7 @@ from scipy.sparse.csgraph import connected_components
 
 from .result import Result
 from .table import Duplicates, factorize, long_table, show
+from .errors import BadInput
 
 __all__ = ["IccResult", "icc", "numeric_long_table"]
 
@@ -106,7 +107,7 @@ def numeric_long_table(table: pd.DataFrame, *, duplicates: Duplicates = "error",
         bad |= np.isinf(values)
     if bad.any():
         k = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"{measure} needs finite numeric values; item {show(df['item'].iat[k])}, annotator "
+        raise BadInput(f"{measure} needs finite numeric values; item {show(df['item'].iat[k])}, annotator "
                          f"{show(df['annotator'].iat[k])} has {show(raw[k])} ({int(bad.sum())} such row(s))")
     keep = ~np.isnan(values)
     return pd.DataFrame({"item": df["item"].to_numpy()[keep], "annotator": df["annotator"].to_numpy()[keep],
@@ -285,14 +286,14 @@ def icc(table: pd.DataFrame, *, confidence: float = 0.95, duplicates: Duplicates
         than two items with two ratings, a confidence outside (0, 1).
     """
     if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+        raise BadInput(f"confidence must be in (0, 1), got {confidence!r}")
     df = numeric_long_table(table, duplicates=duplicates, measure="ICC")
     item_all, _ = factorize(df["item"].to_numpy())
     sizes_all = np.bincount(item_all)
     keep = sizes_all[item_all] >= 2
     n_dropped = int(np.count_nonzero(sizes_all == 1))
     if np.unique(item_all[keep]).size < 2:
-        raise ValueError(f"ICC needs at least two items rated by two or more annotators; the table has "
+        raise BadInput(f"ICC needs at least two items rated by two or more annotators; the table has "
                          f"{int(np.count_nonzero(sizes_all >= 2))} such item(s)")
     y = df["value"].to_numpy()[keep]
     item, _ = factorize(item_all[keep])

@@ -27,6 +27,7 @@ import dataclasses
 from typing import Any, Hashable
 
 import numpy as np
+from .errors import BadInput
 
 __all__ = ["ItemOptions", "item_options", "position_code", "NO_OPTIONS"]
 
@@ -73,13 +74,13 @@ def _atoms(options: Any, where: str) -> tuple[Hashable, ...]:
     if options is None or (isinstance(options, float) and options != options):
         return ()
     if isinstance(options, (str, bytes)) or not hasattr(options, "__iter__"):
-        raise ValueError(f"{where}: options must be a sequence of answers, got {type(options).__name__}")
+        raise BadInput(f"{where}: options must be a sequence of answers, got {type(options).__name__}")
     out = tuple(options)
     try:
         if len(set(out)) != len(out):
-            raise ValueError(f"{where}: an answer is listed twice in its options ({list(out)[:6]!r})")
+            raise BadInput(f"{where}: an answer is listed twice in its options ({list(out)[:6]!r})")
     except TypeError:
-        raise ValueError(f"{where}: options must be hashable answers") from None
+        raise BadInput(f"{where}: options must be hashable answers") from None
     return out
 
 
@@ -133,7 +134,7 @@ def item_options(values: np.ndarray, options: np.ndarray, item: np.ndarray, item
         where = f"item {_show(item_labels[item[r]])}"
         other = _atoms(options[r], where)
         if other != per_item[item[r]]:
-            raise ValueError(f"{where}: its rows give different options ({[_show(o) for o in per_item[item[r]][:4]]} "
+            raise BadInput(f"{where}: its rows give different options ({[_show(o) for o in per_item[item[r]][:4]]} "
                              f"and {[_show(o) for o in other[:4]]}, first four each)")
     offered = [p for p in per_item if p]
     if not offered or all(frozenset(p) == frozenset(offered[0]) for p in offered) and len(offered) == n_items:

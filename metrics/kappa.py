@@ -11,6 +11,7 @@ import pandas as pd
 
 from .coefficient import Coefficient, landis_koch
 from .table import code_table
+from .errors import BadInput
 
 __all__ = ["cohen_kappa", "fleiss_kappa", "landis_koch"]
 
@@ -25,7 +26,7 @@ def cohen_kappa(table: pd.DataFrame) -> Coefficient:
     """
     ct = code_table(table, "error")
     if ct.annotator_labels.size != 2:
-        raise ValueError(f"Cohen's kappa needs exactly two annotators, got {ct.annotator_labels.size}: "
+        raise BadInput(f"Cohen's kappa needs exactly two annotators, got {ct.annotator_labels.size}: "
                          f"{list(ct.annotator_labels)[:5]}; use fleiss_kappa or krippendorff_alpha")
     cats, code = np.unique(np.asarray(ct.values).astype(str) if np.asarray(ct.values).dtype == object
                            else np.asarray(ct.values), return_inverse=True)

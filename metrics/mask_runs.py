@@ -12,6 +12,7 @@ The runs are stored as little-endian uint32 pairs (8 bytes a run), which bounds 
 from __future__ import annotations
 
 import numpy as np
+from .errors import BadInput
 
 __all__ = ["RUN_DTYPE", "MAX_PIXELS", "pack_runs", "unpack_runs", "check_runs", "canonical_runs",
            "runs_from_array", "array_from_runs", "ragged_arange"]
@@ -63,25 +64,25 @@ def unpack_runs(runs: bytes) -> tuple[np.ndarray, np.ndarray]:
 def check_runs(runs: bytes, height: int, width: int) -> None:
     """Raise ValueError unless ``runs`` is the canonical run form of a mask of that size."""
     if height * width > MAX_PIXELS:
-        raise ValueError(f"a mask of {height} x {width} pixels is larger than {MAX_PIXELS:,} pixels")
+        raise BadInput(f"a mask of {height} x {width} pixels is larger than {MAX_PIXELS:,} pixels")
     if len(runs) % (2 * RUN_DTYPE.itemsize):
-        raise ValueError(f"mask runs must be uint32 (start, length) pairs, got {len(runs)} bytes")
+        raise BadInput(f"mask runs must be uint32 (start, length) pairs, got {len(runs)} bytes")
     s, n = unpack_runs(runs)
     if not s.size:
         return
     e = s + n
     col = s % width
     if (n <= 0).any():
-        raise ValueError("mask runs must have positive lengths")
+        raise BadInput("mask runs must have positive lengths")
     if (col + n > width).any():
-        raise ValueError("a mask run crosses the end of its row")
+        raise BadInput("a mask run crosses the end of its row")
     if e[-1] > height * width:
-        raise ValueError(f"a mask run ends past the {height} x {width} image")
+        raise BadInput(f"a mask run ends past the {height} x {width} image")
     # sorted and disjoint; within one row runs must not even touch (they would be one run)
     gap = s[1:] - e[:-1]
     same_row = s[1:] // width == s[:-1] // width
     if (gap < 0).any() or ((gap == 0) & same_row).any():
-        raise ValueError("mask runs must be sorted, disjoint, and merged within a row")
+        raise BadInput("mask runs must be sorted, disjoint, and merged within a row")
 
 
 def canonical_runs(starts: np.ndarray, ends: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
@@ -131,10 +132,10 @@ def runs_from_array(array: np.ndarray) -> bytes:
     """
     a = np.asarray(array)
     if a.ndim != 2:
-        raise ValueError(f"a mask array must be 2-D (height, width), got shape {a.shape}")
+        raise BadInput(f"a mask array must be 2-D (height, width), got shape {a.shape}")
     h, w = a.shape
     if h * w > MAX_PIXELS:
-        raise ValueError(f"a mask of {h} x {w} pixels is larger than {MAX_PIXELS:,} pixels")
+        raise BadInput(f"a mask of {h} x {w} pixels is larger than {MAX_PIXELS:,} pixels")
     # a zero column after each row ends every run at its row end
     padded = np.zeros((h, w + 1), dtype=np.int8)
     padded[:, :w] = a != 0

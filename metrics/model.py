@@ -14,6 +14,7 @@ import math
 import numbers
 from dataclasses import dataclass, field
 from typing import Any, Hashable, NamedTuple, Sequence
+from .errors import BadInput
 
 __all__ = ["Box", "Polygon", "Keypoint", "Mask", "Ellipse", "Curve", "Span", "Interval", "Relation", "Attributed", "is_region",
            "Keyframe", "Track", "REGION_TYPES"]
@@ -22,7 +23,7 @@ __all__ = ["Box", "Polygon", "Keypoint", "Mask", "Ellipse", "Curve", "Span", "In
 def _finite(name: str, value: float) -> float:
     v = float(value)
     if not math.isfinite(v):
-        raise ValueError(f"{name} must be finite, got {value!r}")
+        raise BadInput(f"{name} must be finite, got {value!r}")
     return v
 
 
@@ -45,7 +46,7 @@ class Box:
         for name in ("x", "y", "width", "height", "rotation"):
             object.__setattr__(self, name, _finite(name, getattr(self, name)))
         if self.width < 0 or self.height < 0:
-            raise ValueError(f"Box width/height must be >= 0, got {self.width}, {self.height}")
+            raise BadInput(f"Box width/height must be >= 0, got {self.width}, {self.height}")
 
     def corners(self) -> tuple[tuple[float, float], ...]:
         """The four corners (top-left first, clockwise on screen) after rotation."""
@@ -100,10 +101,10 @@ class Mask:
         for name in ("height", "width"):
             v = getattr(self, name)
             if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < 1:
-                raise ValueError(f"Mask {name} must be a positive integer, got {v!r}")
+                raise BadInput(f"Mask {name} must be a positive integer, got {v!r}")
             object.__setattr__(self, name, int(v))
         if not isinstance(self.runs, bytes):
-            raise ValueError(f"Mask runs must be bytes, got {type(self.runs).__name__}")
+            raise BadInput(f"Mask runs must be bytes, got {type(self.runs).__name__}")
         check_runs(self.runs, self.height, self.width)
 
     @classmethod
@@ -146,7 +147,7 @@ class Ellipse:
         for name in ("x", "y", "radius_x", "radius_y", "rotation"):
             object.__setattr__(self, name, _finite(name, getattr(self, name)))
         if self.radius_x < 0 or self.radius_y < 0:
-            raise ValueError(f"Ellipse radii must be >= 0, got {self.radius_x}, {self.radius_y}")
+            raise BadInput(f"Ellipse radii must be >= 0, got {self.radius_x}, {self.radius_y}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,7 +168,7 @@ class Curve:
     def __post_init__(self) -> None:
         pts = tuple((_finite("x", p[0]), _finite("y", p[1])) for p in self.points)
         if not pts:
-            raise ValueError("a Curve needs at least one point")
+            raise BadInput("a Curve needs at least one point")
         object.__setattr__(self, "points", pts)
         object.__setattr__(self, "closed", bool(self.closed))
         if self.edges is not None:
@@ -175,7 +176,7 @@ class Curve:
             edges = tuple((int(a), int(b)) for a, b in self.edges)
             bad = [e for e in edges if not (0 <= e[0] < n and 0 <= e[1] < n)]
             if bad:
-                raise ValueError(f"Curve edge {bad[0]} names a point outside 0..{n - 1}")
+                raise BadInput(f"Curve edge {bad[0]} names a point outside 0..{n - 1}")
             object.__setattr__(self, "edges", edges)
 
     def segments(self) -> tuple[tuple[int, int], ...]:
@@ -200,10 +201,10 @@ class Span:
         for name in ("start", "end"):
             v = getattr(self, name)
             if isinstance(v, float) and not math.isfinite(v):
-                raise ValueError(f"Span {name} must be finite, got {v!r}")
+                raise BadInput(f"Span {name} must be finite, got {v!r}")
             object.__setattr__(self, name, int(v))
         if self.end < self.start:
-            raise ValueError(f"Span end ({self.end}) is before start ({self.start})")
+            raise BadInput(f"Span end ({self.end}) is before start ({self.start})")
 
     def __len__(self) -> int:
         return self.end - self.start
@@ -256,7 +257,7 @@ class Interval:
         object.__setattr__(self, "start", _finite("start", self.start))
         object.__setattr__(self, "end", _finite("end", self.end))
         if self.end < self.start:
-            raise ValueError(f"Interval end ({self.end}) is before start ({self.start})")
+            raise BadInput(f"Interval end ({self.end}) is before start ({self.start})")
 
     @property
     def instant(self) -> bool:
@@ -314,10 +315,10 @@ class Track:
             frame = _frame("keyframe frame", k.frame)
             x, y, w, h, rot = (_finite(n, getattr(k, n)) for n in ("x", "y", "width", "height", "rotation"))
             if w < 0 or h < 0:
-                raise ValueError(f"keyframe width/height must be >= 0, got {w}, {h}")
+                raise BadInput(f"keyframe width/height must be >= 0, got {w}, {h}")
             kfs.append(Keyframe(frame, bool(k.enabled), x, y, w, h, rot))
         if not kfs:
-            raise ValueError("a Track needs at least one keyframe")
+            raise BadInput("a Track needs at least one keyframe")
         kfs.sort(key=lambda k: k.frame)
         object.__setattr__(self, "keyframes", tuple(kfs))
         if self.end is not None:
@@ -335,7 +336,7 @@ def _frame(name: str, value: Any) -> int:
     else:
         v = -1
     if v < 0:
-        raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+        raise BadInput(f"{name} must be a non-negative integer, got {value!r}")
     return v
 
 

@@ -35,6 +35,7 @@ from .distances.scalars import ScalarDistance
 from .engine import AgreementResult, Form
 from .result import Result, strict_json
 from .table import Duplicates, code_table, factorize
+from .errors import BadInput
 
 __all__ = ["pairwise_agreement", "PairwiseAgreementResult", "combine_pairwise", "PAIR_COLUMNS",
            "MAX_ANNOTATORS", "MIN_ITEMS", "Expected"]
@@ -120,17 +121,17 @@ class PairwiseAgreementResult(Result):
 def _check(expected: str, form: str, min_items: int, max_annotators: int | None, bootstrap: int,
            confidence: float) -> None:
     if expected not in EXPECTED:
-        raise ValueError(f"expected must be one of {EXPECTED}, got {expected!r}")
+        raise BadInput(f"expected must be one of {EXPECTED}, got {expected!r}")
     if form not in ("canonical", "pairwise"):
-        raise ValueError(f"form must be 'canonical' or 'pairwise', got {form!r}")
+        raise BadInput(f"form must be 'canonical' or 'pairwise', got {form!r}")
     if min_items < 1:
-        raise ValueError(f"min_items must be >= 1, got {min_items}")
+        raise BadInput(f"min_items must be >= 1, got {min_items}")
     if max_annotators is not None and max_annotators < 2:
-        raise ValueError(f"max_annotators must be >= 2 or None, got {max_annotators}")
+        raise BadInput(f"max_annotators must be >= 2 or None, got {max_annotators}")
     if bootstrap < 0:
-        raise ValueError(f"bootstrap must be >= 0, got {bootstrap}")
+        raise BadInput(f"bootstrap must be >= 0, got {bootstrap}")
     if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+        raise BadInput(f"confidence must be in (0, 1), got {confidence}")
 
 
 def _most_active(table: pd.DataFrame, max_annotators: int | None) -> tuple[pd.DataFrame, list[str], int]:
@@ -231,12 +232,12 @@ def pairwise_agreement(
                            None, float(res.d_e), expected, res.distance, form, min_items, max_annotators,
                            res.n_annotators, [], bootstrap, seed, confidence, max_draws, rng)
         if table is None:
-            raise ValueError("pairwise_agreement needs the table to cap the annotators or to use expected='pair'")
+            raise BadInput("pairwise_agreement needs the table to cap the annotators or to use expected='pair'")
         d_e_project = float(res.d_e)
         dist = get_distance(res.distance)
     else:
         if table is None:
-            raise ValueError("pairwise_agreement needs a table")
+            raise BadInput("pairwise_agreement needs a table")
         dist = get_distance(distance)
         d_e_project = math.nan
     table, left, n_ann = _most_active(table, max_annotators)
@@ -344,7 +345,7 @@ def _pair_d_e(pair_values: tuple, pair_of_row: np.ndarray, n_pairs: int, form: s
             total = (n * n - np.einsum("pv,pv->p", counts, counts)) / 2.0
         else:
             if v > MAX_PAIR_DOMAIN:
-                raise ValueError(f"expected='pair' compares {v:,} distinct values pairwise (limit "
+                raise BadInput(f"expected='pair' compares {v:,} distinct values pairwise (limit "
                                  f"{MAX_PAIR_DOMAIN:,}); use expected='project'")
             rep = np.zeros(v, dtype=np.int64)
             rep[code] = rows                                        # one value row per distinct value

@@ -28,6 +28,7 @@ from .bootstrap import expanded_level, iter_multiplicities
 from .model import REGION_TYPES, Attributed, Relation
 from .result import Result, strict_json
 from .table import Duplicates, factorize, long_table
+from .errors import BadInput
 
 __all__ = ["per_label_agreement", "PerLabelResult", "label_confusion", "label_sets", "LABEL_COLUMNS",
            "CONFUSION_COLUMNS"]
@@ -258,14 +259,14 @@ def per_label_agreement(
     [['x', 3, 0.444], ['y', 3, 0.444]]
     """
     if form not in ("canonical", "pairwise"):
-        raise ValueError(f"form must be 'canonical' or 'pairwise', got {form!r}")
+        raise BadInput(f"form must be 'canonical' or 'pairwise', got {form!r}")
     if bootstrap < 0:
-        raise ValueError(f"bootstrap must be >= 0, got {bootstrap}")
+        raise BadInput(f"bootstrap must be >= 0, got {bootstrap}")
     if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+        raise BadInput(f"confidence must be in (0, 1), got {confidence}")
     item, row, code, labels, size_all = _coded(table, split, duplicates)
     if labels.size == 0:
-        raise ValueError("no value carries a label")
+        raise BadInput("no value carries a label")
     n_lab = labels.size
     support = np.bincount(code, minlength=n_lab)
     with_label = np.unique(item[row] * n_lab + code)
@@ -274,7 +275,7 @@ def per_label_agreement(
     # pairable items only, as α everywhere (an item with one value has no pair)
     pairable = size_all >= 2
     if not pairable.any():
-        raise ValueError("no item has values from two annotators: nothing is pairable")
+        raise BadInput("no item has values from two annotators: nothing is pairable")
     new = np.cumsum(pairable) - 1
     m = size_all[pairable].astype(np.float64)
     keep = pairable[item[row]]

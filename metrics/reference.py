@@ -37,6 +37,7 @@ from .distances.base import Distance
 from .distances.registry import get_distance
 from .result import Result, finite_or_none
 from .table import factorize, long_table
+from .errors import BadInput
 
 __all__ = ["ReferenceResult", "agreement_with_reference", "is_bounded", "Chance"]
 
@@ -141,11 +142,11 @@ def agreement_with_reference(table: pd.DataFrame, reference: pd.DataFrame, *,
         A malformed table or reference, an unknown ``chance``, a negative ``bootstrap``.
     """
     if chance not in ("table", "pair"):
-        raise ValueError(f"chance must be 'table' or 'pair', got {chance!r}")
+        raise BadInput(f"chance must be 'table' or 'pair', got {chance!r}")
     if bootstrap < 0:
-        raise ValueError(f"bootstrap must be >= 0, got {bootstrap}")
+        raise BadInput(f"bootstrap must be >= 0, got {bootstrap}")
     if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+        raise BadInput(f"confidence must be in (0, 1), got {confidence!r}")
     dist = get_distance(distance) if isinstance(distance, str) else distance
     df = long_table(table)
     ref = _reference_table(reference)
@@ -215,7 +216,7 @@ def agreement_with_reference(table: pd.DataFrame, reference: pd.DataFrame, *,
 def _reference_table(reference: pd.DataFrame) -> pd.DataFrame:
     """The reference as columns item, annotator (author, None when unknown), value."""
     if not isinstance(reference, pd.DataFrame):
-        raise ValueError(f"reference: expected a pandas DataFrame, got {type(reference).__name__}")
+        raise BadInput(f"reference: expected a pandas DataFrame, got {type(reference).__name__}")
     if "annotator" not in reference.columns:
         reference = reference.assign(annotator=None)
     # several reference values per item are allowed (the humans, as a model's reference)

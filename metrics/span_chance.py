@@ -48,6 +48,7 @@ from typing import Sequence
 
 import numpy as np
 from scipy.special import gammaln
+from .errors import BadInput
 
 __all__ = [
     "coverage", "coverage_nonoverlapping", "coverage_overlapping", "subset_length_distribution",
@@ -61,14 +62,14 @@ _DIRECT_LIMIT = 400_000
 def _check_lengths(n_tokens: int, lengths: Sequence[int], *, disjoint: bool) -> np.ndarray:
     n = int(n_tokens)
     if n < 0:
-        raise ValueError(f"n_tokens must be >= 0, got {n_tokens!r}")
+        raise BadInput(f"n_tokens must be >= 0, got {n_tokens!r}")
     ls = np.asarray(lengths, dtype=np.int64).ravel()
     if ls.size and ls.min() < 1:
-        raise ValueError(f"segment lengths must be >= 1, got {ls.tolist()}")
+        raise BadInput(f"segment lengths must be >= 1, got {ls.tolist()}")
     if ls.size and ls.max() > n:
-        raise ValueError(f"a segment of length {int(ls.max())} does not fit in {n} tokens")
+        raise BadInput(f"a segment of length {int(ls.max())} does not fit in {n} tokens")
     if disjoint and ls.sum() > n:
-        raise ValueError(
+        raise BadInput(
             f"{ls.size} non-overlapping segments of total length {int(ls.sum())} do not fit "
             f"in {n} tokens")
     return ls
@@ -237,7 +238,7 @@ def coverage(n_tokens: int, lengths: Sequence[int], model: str = "non-overlappin
     if model == "overlapping":
         return coverage_overlapping(n_tokens, lengths)
     if model != "non-overlapping":
-        raise ValueError(f"model must be 'non-overlapping' or 'overlapping', got {model!r}")
+        raise BadInput(f"model must be 'non-overlapping' or 'overlapping', got {model!r}")
     if approx_tol > 0 and len(lengths) and uniform_gap(n_tokens, lengths) <= approx_tol:
         return coverage_overlapping(n_tokens, lengths)
     return coverage_nonoverlapping(n_tokens, lengths)

@@ -24,6 +24,7 @@ from .result import Result
 from .span_chance import coverage, coverage_sorted, observed_coverage
 from .tokens import char_spans_to_tokens
 from .table import long_table
+from .errors import BadInput
 
 __all__ = ["SpanF1Result", "SpanF1TableResult", "span_f1", "span_f1_table", "char_spans_to_tokens",
            "f1_ratios"]
@@ -99,7 +100,7 @@ def _as_bounds(spans: Iterable[Any], n_tokens: int, who: str) -> tuple[np.ndarra
         s, e = (sp.start, sp.end) if isinstance(sp, Span) else (sp[0], sp[1])
         s, e = int(s), int(e)
         if not 0 <= s < e <= n_tokens:
-            raise ValueError(f"{who}: segment [{s}, {e}) is empty or outside the text of "
+            raise BadInput(f"{who}: segment [{s}, {e}) is empty or outside the text of "
                              f"{n_tokens} tokens")
         starts.append(s)
         ends.append(e)
@@ -132,7 +133,7 @@ def _prepare(starts: np.ndarray, ends: np.ndarray, model: str, who: str,
         if k is not None:
             if on_overlap == "merge":
                 return _merge(starts, ends)
-            raise ValueError(
+            raise BadInput(
                 f"{who}: segments [{starts[k - 1]}, {ends[k - 1]}) and [{starts[k]}, {ends[k]}) "
                 "overlap; the non-overlapping model needs disjoint segments (use "
                 "model='overlapping' or on_overlap='merge')")
@@ -165,7 +166,7 @@ def span_f1(spans_a: Sequence[Any], spans_b: Sequence[Any], n_tokens: int,
         (no segment at all, or chance = 1). Reference: paper 003 §3, Propositions 1-5.
     """
     if model not in MODELS:
-        raise ValueError(f"model must be one of {MODELS}, got {model!r}")
+        raise BadInput(f"model must be one of {MODELS}, got {model!r}")
     n = int(n_tokens)
     sa, ea = _prepare(*_as_bounds(spans_a, n, "annotator A"), model, "annotator A", "error")
     sb, eb = _prepare(*_as_bounds(spans_b, n, "annotator B"), model, "annotator B", "error")
@@ -248,10 +249,10 @@ def _profile(segs: list[tuple[int, int]], n: int, model: str, on_overlap: str, a
     merged: list[list[int]] = []
     for s, e in segs:
         if not 0 <= s < e <= n:
-            raise ValueError(f"{who}: segment [{s}, {e}) is empty or outside the text of {n} tokens")
+            raise BadInput(f"{who}: segment [{s}, {e}) is empty or outside the text of {n} tokens")
         if merged and s < prev_end and model == "non-overlapping":
             if on_overlap != "merge":
-                raise ValueError(f"{who}: segments [{merged[-1][0]}, {merged[-1][1]}) and [{s}, {e}) "
+                raise BadInput(f"{who}: segments [{merged[-1][0]}, {merged[-1][1]}) and [{s}, {e}) "
                                  "overlap; the non-overlapping model needs disjoint segments (use "
                                  "model='overlapping' or on_overlap='merge')")
             merged[-1][1] = max(merged[-1][1], e)
@@ -337,9 +338,9 @@ def span_f1_table(table: pd.DataFrame, n_tokens: Mapping[Any, int], model: str =
         ``difficulty = 1 - chance``, paper 003 "Annotation Difficulty") and per label.
     """
     if model not in MODELS:
-        raise ValueError(f"model must be one of {MODELS}, got {model!r}")
+        raise BadInput(f"model must be one of {MODELS}, got {model!r}")
     if on_overlap not in ("error", "merge"):
-        raise ValueError(f"on_overlap must be 'error' or 'merge', got {on_overlap!r}")
+        raise BadInput(f"on_overlap must be 'error' or 'merge', got {on_overlap!r}")
     table = long_table(table, missing="keep")
 
     rec_item, rec_label, rec_a, rec_b, rec_tp, rec_etp, rec_l = [], [], [], [], [], [], []
@@ -352,7 +353,7 @@ def span_f1_table(table: pd.DataFrame, n_tokens: Mapping[Any, int], model: str =
     for item, idx in groups.items():
         item = item.item() if isinstance(item, np.generic) else item
         if item not in n_tokens:
-            raise ValueError(f"item {item!r}: no token count in n_tokens")
+            raise BadInput(f"item {item!r}: no token count in n_tokens")
         n = int(n_tokens[item])
         # per annotator: label -> (observed coverage, chance coverage, L)
         prof: dict[Any, dict[Hashable, tuple[np.ndarray, np.ndarray, int]]] = {}
@@ -361,7 +362,7 @@ def span_f1_table(table: pd.DataFrame, n_tokens: Mapping[Any, int], model: str =
             by_label: dict[Hashable, list[tuple[int, int]]] = defaultdict(list)
             for sp in (value if value is not None else ()):
                 if not isinstance(sp, Span):
-                    raise ValueError(f"item {item!r}, annotator {ann!r}: value holds {sp!r}, "
+                    raise BadInput(f"item {item!r}, annotator {ann!r}: value holds {sp!r}, "
                                      "expected Span")
                 for lab in _label_keys(sp.label):
                     by_label[lab].append((sp.start, sp.end))

@@ -29,6 +29,7 @@ from scipy import sparse
 from .cells import ObservedCells
 from .distances.base import Distance, check_distances, compute_distinct
 from .table import CodedTable
+from .errors import BadInput
 
 __all__ = ["Strata", "stratified_expected", "StrataChance"]
 
@@ -121,10 +122,10 @@ def stratified_expected(ct: CodedTable, dist: Distance, prepared: object, keys: 
     between_s = n_s * (n_s - 1.0) / 2.0 - within_s
     n_between = int(round(between_s.sum()))
     if n_between == 0:
-        raise ValueError("no two items offer as many answers: no chance pairs can be formed from what the "
+        raise BadInput("no two items offer as many answers: no chance pairs can be formed from what the "
                          "items offer (each item's answers are its own), so chance agreement is undefined")
     if target is None and n_between > max_all:
-        raise ValueError(f"expected_pairs='all' would compute {n_between:,} between-item distances "
+        raise BadInput(f"expected_pairs='all' would compute {n_between:,} between-item distances "
                          f"(limit {max_all:,}); pass a sample size instead")
     exact = target is None or n_between <= target
     if exact:

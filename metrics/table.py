@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from .item_options import ItemOptions, item_options
+from .errors import BadInput
 
 __all__ = ["CodedTable", "code_table", "long_table", "Duplicates", "factorize", "show", "require_unique_long_table", "observed_pairs", "between_pair_count", "sample_between_pairs",
            "all_between_pairs"]
@@ -126,22 +127,22 @@ def long_table(table: pd.DataFrame, *, duplicates: Duplicates = "error", missing
         (item, annotator) (``duplicates="error"``).
     """
     if duplicates not in DUPLICATE_POLICIES:
-        raise ValueError(f"duplicates must be one of {DUPLICATE_POLICIES}, got {duplicates!r}")
+        raise BadInput(f"duplicates must be one of {DUPLICATE_POLICIES}, got {duplicates!r}")
     if missing not in ("error", "keep"):
-        raise ValueError(f"missing must be 'error' or 'keep', got {missing!r}")
+        raise BadInput(f"missing must be 'error' or 'keep', got {missing!r}")
     if not isinstance(table, pd.DataFrame):
-        raise ValueError(f"{name}: expected a pandas DataFrame with columns {REQUIRED}, got {type(table).__name__}")
+        raise BadInput(f"{name}: expected a pandas DataFrame with columns {REQUIRED}, got {type(table).__name__}")
     absent = [c for c in REQUIRED if c not in table.columns]
     if absent:
-        raise ValueError(f"{name} lacks column(s) {absent}; it has {list(table.columns)}")
+        raise BadInput(f"{name} lacks column(s) {absent}; it has {list(table.columns)}")
     if len(table) == 0:
-        raise ValueError(f"{name} is empty: no annotations to compare")
+        raise BadInput(f"{name} is empty: no annotations to compare")
     df = table.loc[:, list(REQUIRED)]
     for col in ("item", "annotator"):
         bad = df[col].isna().to_numpy()
         if bad.any():
             k = int(np.flatnonzero(bad)[0])
-            raise ValueError(f"{name}: row {k} has no {col} (item={show(df['item'].iat[k])}, "
+            raise BadInput(f"{name}: row {k} has no {col} (item={show(df['item'].iat[k])}, "
                              f"annotator={show(df['annotator'].iat[k])})")
     if missing == "error":
         values = df["value"].to_numpy()
@@ -154,7 +155,7 @@ def long_table(table: pd.DataFrame, *, duplicates: Duplicates = "error", missing
             nan_rows = np.zeros(0, dtype=np.int64)
         if len(nan_rows):
             k = int(nan_rows[0])
-            raise ValueError(
+            raise BadInput(
                 f"{name}: missing value (None/NaN) for item {show(df['item'].iat[k])}, annotator "
                 f"{show(df['annotator'].iat[k])} ({len(nan_rows)} such row(s)); drop rows an annotator did not answer")
     if duplicates != "keep":
@@ -192,7 +193,7 @@ def _sorted_without_repeats(key: np.ndarray, df: pd.DataFrame, duplicates: str, 
         return order
     if duplicates == "error":
         k = int(order[np.argmax(same_as_next)])
-        raise ValueError(f"{name}: annotator {show(df['annotator'].iat[k])} has {int((key == key[k]).sum())} "
+        raise BadInput(f"{name}: annotator {show(df['annotator'].iat[k])} has {int((key == key[k]).sum())} "
                          f"values on item {show(df['item'].iat[k])}; pass duplicates='first'|'last'|'keep'")
     keep = np.ones(order.size, dtype=bool)
     if duplicates == "first":
@@ -221,7 +222,7 @@ def code_table(table: pd.DataFrame, duplicates: Duplicates = "error") -> CodedTa
         annotators, or no item with two values.
     """
     if duplicates not in DUPLICATE_POLICIES:
-        raise ValueError(f"duplicates must be one of {DUPLICATE_POLICIES}, got {duplicates!r}")
+        raise BadInput(f"duplicates must be one of {DUPLICATE_POLICIES}, got {duplicates!r}")
     # repeats are resolved below, on the sort that groups the items anyway
     df = long_table(table, duplicates="keep")
     values = df["value"].to_numpy()
@@ -233,7 +234,7 @@ def code_table(table: pd.DataFrame, duplicates: Duplicates = "error") -> CodedTa
     ann_present = np.zeros(len(ann_labels), dtype=bool)
     ann_present[ann_codes[order]] = True
     if ann_present.sum() < 2:
-        raise ValueError(f"agreement needs at least two annotators; the table has only "
+        raise BadInput(f"agreement needs at least two annotators; the table has only "
                          f"{[show(a) for a in np.asarray(ann_labels)[ann_present]]}")
 
     items_sorted = item_codes[order]
@@ -242,7 +243,7 @@ def code_table(table: pd.DataFrame, duplicates: Duplicates = "error") -> CodedTa
     n_unpairable = int(np.count_nonzero((sizes_all > 0) & ~pairable))
     sel = pairable[items_sorted]
     if not sel.any():
-        raise ValueError("no item has values from two annotators: nothing is pairable")
+        raise BadInput("no item has values from two annotators: nothing is pairable")
     order, items_sorted = order[sel], items_sorted[sel]
     starts_mask = np.empty(order.size, dtype=bool)
     starts_mask[0] = True

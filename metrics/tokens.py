@@ -13,6 +13,7 @@ from typing import Sequence
 import numpy as np
 
 from .model import Span
+from .errors import BadInput
 
 __all__ = ["TOKENIZERS", "char_spans_to_tokens", "token_bounds"]
 
@@ -37,7 +38,7 @@ def token_bounds(text: str, tokenizer: str) -> tuple[np.ndarray, np.ndarray]:
     elif tokenizer == "wordpunct":
         bounds = list(_nltk_tokenize().WordPunctTokenizer().span_tokenize(text))
     else:
-        raise ValueError(f"tokenizer must be one of {TOKENIZERS}, got {tokenizer!r}")
+        raise BadInput(f"tokenizer must be one of {TOKENIZERS}, got {tokenizer!r}")
     arr = np.asarray(bounds, dtype=np.int64).reshape(-1, 2)
     return arr[:, 0].copy(), arr[:, 1].copy()
 
@@ -68,7 +69,7 @@ def char_spans_to_tokens(text: str, spans: Sequence[Span], tokenizer: str = "nlt
     n_chars = len(text)
     for sp in spans:
         if not 0 <= int(sp.start) <= int(sp.end) <= n_chars:
-            raise ValueError(f"span [{sp.start}, {sp.end}) ({sp.text!r}) lies outside the "
+            raise BadInput(f"span [{sp.start}, {sp.end}) ({sp.text!r}) lies outside the "
                              f"text of {n_chars} characters")
     if tokenizer == "chars":
         return n_chars, tuple(sp for sp in spans if sp.end > sp.start)

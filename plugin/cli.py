@@ -1,14 +1,16 @@
 """`ls-agreement` command line: one sub-command per module in ``plugin/commands``.
 
-Exit codes scripts can rely on (``commands/common.py``): 0 ok, 1 internal error,
+Exit codes scripts can rely on (one table: ``plugin/errors.py``): 0 ok, 1 internal error,
 2 bad input or usage, 3 Label Studio unreachable or refused (auth, unknown project,
-server errors).
+server errors). The commands raise; :func:`main` alone turns an exception into a message
+and its exit code, with the traceback of an internal error under ``--debug``.
 """
 from __future__ import annotations
 
 import argparse
 import importlib
 import sys
+import traceback
 from typing import Sequence
 
 # sub-command -> module under ls_agreement.plugin.commands; each module defines
@@ -22,7 +24,7 @@ COMMANDS = {
     "demo": "demo",
 }
 
-from .commands.common import EXIT_BAD_INPUT
+from .errors import EXIT_BAD_INPUT, EXIT_INTERNAL, AgreementError, describe, exit_code
 
 
 def package_version() -> str:
@@ -42,6 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--debug", action="store_true",
+                        help="print the traceback of an internal error (exit code 1)")
     for name, module_name in COMMANDS.items():
         try:
             module = importlib.import_module(f"{__package__}.commands.{module_name}")
@@ -49,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
             if exc.name and exc.name.endswith(f"commands.{module_name}"):
                 continue  # command not built yet
             raise
-        p = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        p = sub.add_parser(name, help=module.HELP, description=module.HELP, parents=[common])
         module.add_arguments(p)
         p.set_defaults(_run=module.run)
     return parser
@@ -66,6 +71,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # noqa: BLE001 - the one place an exception becomes an exit code
+        code = exit_code(exc)
+        if code == EXIT_INTERNAL and getattr(args, "debug", False):
+            traceback.print_exc()
+        print(describe(exc), file=sys.stderr)
+        if code == EXIT_INTERNAL and not isinstance(exc, AgreementError) and not getattr(args, "debug", False):
+            print("(a bug: run again with --debug for the traceback, and please report it)", file=sys.stderr)
+        return code
 
 
 if __name__ == "__main__":

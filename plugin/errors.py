@@ -1,18 +1,24 @@
 """The one error hierarchy and exit-code table of the command line.
 
 Every error the plugin raises on purpose derives from :class:`AgreementError` and carries
-the exit code a script sees. Bad input of the adapters (:class:`~ls_agreement.adapters.
-errors.AdapterError`) is a :class:`BadInput` too, so one ``except BadInput`` covers an
-export, a labeling config, a settings file and a command-line value alike.
+the exit code a script sees. :class:`BadInput` is defined by the metrics (a bad argument of
+a measure) and the adapters' :class:`~ls_agreement.adapters.errors.AdapterError` derives
+from it, so one ``except BadInput`` covers a measure's argument, an export, a labeling
+config, a settings file and a command-line value alike.
+
+``cli.main`` is the one place that turns an exception into an exit code and a message
+(:func:`exit_code`, :func:`describe`): the commands raise, they never pick a code.
 
 ==== ===========================================================================
 code meaning
 ==== ===========================================================================
 0    ok
-1    internal error (a bug: please report it with ``--debug``'s traceback)
+1    internal error: anything not raised on purpose (a bug: the traceback with
+     ``--debug``), or an installation problem
 2    bad input or usage; the message names the task, annotation and field, the
      settings key, or the option
-3    Label Studio unreachable or refused (bad URL, token, project, server errors)
+3    Label Studio (or the Redis of ``--queue``) unreachable or refused: bad URL,
+     token, project, server errors
 ==== ===========================================================================
 """
 from __future__ import annotations
@@ -22,7 +28,8 @@ from ls_agreement.adapters.errors import AdapterError, AgreementError, BadInput
 __all__ = [
     "EXIT_OK", "EXIT_INTERNAL", "EXIT_BAD_INPUT", "EXIT_SERVER", "AgreementError", "BadInput",
     "AdapterError", "LabelStudioError", "ServerUnavailable", "AuthError", "NotFound",
-    "RequestRejected", "LocalServerError", "IncompatibleSDK", "exit_code",
+    "RequestRejected", "LocalServerError", "IncompatibleSDK", "QueueUnavailable", "exit_code",
+    "describe",
 ]
 
 EXIT_OK, EXIT_INTERNAL, EXIT_BAD_INPUT, EXIT_SERVER = 0, 1, 2, 3
@@ -61,6 +68,20 @@ class IncompatibleSDK(AgreementError):
     exit_code = EXIT_INTERNAL
 
 
+class QueueUnavailable(AgreementError, ConnectionError):
+    """The Redis of ``--queue`` does not answer (the URL is given without its password)."""
+
+    exit_code = EXIT_SERVER
+
+
 def exit_code(exc: BaseException) -> int:
     """The exit code of an exception: its own for ours, 1 for anything else (a bug)."""
     return int(getattr(exc, "exit_code", EXIT_INTERNAL)) if isinstance(exc, AgreementError) else EXIT_INTERNAL
+
+
+def describe(exc: BaseException) -> str:
+    """The one-line message the command line prints for ``exc``: ``error: …`` for ours,
+    ``internal error: <type>: …`` for anything else."""
+    if isinstance(exc, AgreementError):
+        return f"error: {exc}"
+    return f"internal error: {type(exc).__name__}: {exc}"

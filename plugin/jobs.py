@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+from .errors import BadInput
 from .job_backend import DONE, FAILED, PENDING, RUNNING, Job, StoredEvent
 
 
@@ -99,7 +100,7 @@ class JobQueue:
     def __init__(self, path: Path | str, *, max_attempts: int = 3, backoff: float = 5.0,
                  max_backoff: float = 300.0) -> None:
         if max_attempts < 1:
-            raise ValueError(f"max_attempts must be >= 1, got {max_attempts}")
+            raise BadInput(f"max_attempts must be >= 1, got {max_attempts}")
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.max_attempts, self.backoff, self.max_backoff = max_attempts, backoff, max_backoff
@@ -116,7 +117,7 @@ class JobQueue:
             self.db.execute("PRAGMA journal_mode=WAL")  # readers never block the receiver
             self.db.executescript(_SCHEMA)
         except sqlite3.DatabaseError as exc:
-            raise ValueError(f"job database {self.path} is not a usable SQLite file: "
+            raise BadInput(f"job database {self.path} is not a usable SQLite file: "
                              f"{exc}") from exc
 
     def close(self) -> None:

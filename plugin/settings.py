@@ -99,18 +99,18 @@ class ReportSettings:
             Wrong types or ranges, with the key named; unknown scalar keys.
         """
         if not isinstance(d, Mapping):
-            raise ValueError(f"settings must be a mapping, got {type(d).__name__}")
+            raise BadInput(f"settings must be a mapping, got {type(d).__name__}")
         known = {f.name for f in fields(cls)}
         unknown = sorted(k for k in d if k not in known)
         if unknown:
-            raise ValueError(f"unknown setting(s) {unknown}; known: {sorted(known)}")
+            raise BadInput(f"unknown setting(s) {unknown}; known: {sorted(known)}")
         kw = {key: _check(key, value) for key, value in d.items()}
         return cls(**kw)
 
 
 def _check(key: str, v: Any) -> Any:
-    def bad(expected: str) -> ValueError:
-        return ValueError(f"setting {key!r} must be {expected}, got {v!r}")
+    def bad(expected: str) -> BadInput:
+        return BadInput(f"setting {key!r} must be {expected}, got {v!r}")
 
     if key == "distances":
         if not isinstance(v, Mapping) or not all(isinstance(a, str) and isinstance(b, str) and b
@@ -121,7 +121,7 @@ def _check(key: str, v: Any) -> Any:
         known = set(available())
         unknown = sorted({d for d in v.values() if d != "auto" and d not in known})
         if unknown:
-            raise ValueError(f"setting 'distances': unknown distance(s) {unknown}; known: auto, "
+            raise BadInput(f"setting 'distances': unknown distance(s) {unknown}; known: auto, "
                              f"{', '.join(sorted(known))}")
         return dict(v)
     if key == "groups":
@@ -131,7 +131,7 @@ def _check(key: str, v: Any) -> Any:
         for g, members in v.items():
             if not isinstance(members, (list, tuple)) or not all(
                     isinstance(m, (str, int)) and not isinstance(m, bool) for m in members):
-                raise ValueError(f"setting 'groups.{g}' must be a list of annotator ids, got {members!r}")
+                raise BadInput(f"setting 'groups.{g}' must be a list of annotator ids, got {members!r}")
             out[str(g)] = [str(m) for m in members]
         check_groups(out)
         return out
@@ -173,7 +173,7 @@ def check_groups(groups: Mapping[str, Any]) -> None:
         for m in members:
             m = str(m)
             if m in owner and owner[m] != str(g):
-                raise ValueError(f"setting 'groups': annotator {m!r} is in both {owner[m]!r} and "
+                raise BadInput(f"setting 'groups': annotator {m!r} is in both {owner[m]!r} and "
                                  f"{str(g)!r}; annotator pools must not overlap")
             owner[m] = str(g)
 

@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from .errors import BadInput
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS tasks (
     project_key TEXT NOT NULL,
@@ -65,7 +67,7 @@ class SyncState:
             self.db = sqlite3.connect(str(self.path), timeout=30)
             self.db.executescript(_SCHEMA)
         except sqlite3.DatabaseError as exc:
-            raise ValueError(f"state file {self.path} is not a usable SQLite database: "
+            raise BadInput(f"state file {self.path} is not a usable SQLite database: "
                              f"{exc}") from exc
 
     def close(self) -> None:

@@ -175,10 +175,7 @@ def sync_project(url: str, token: str, project_id: int, settings: Any = None,
     conn = Connection(url, token, timeout=opts.timeout,
                       retry=RetryPolicy(attempts=opts.attempts, base=opts.backoff),
                       pool=max(16, opts.workers * 2))
-    try:
-        state = SyncState(state_file)
-    except ValueError as exc:
-        raise BadInput(str(exc)) from exc
+    state = SyncState(state_file)
     key = project_key(conn.url, project_id)
     run_id: int | None = None
     try:
@@ -298,7 +295,5 @@ def checked_report(project: Mapping[str, Any], tasks: list[dict[str, Any]], repo
         raise BadInput(f"project {project_id} has no labeling config")
     try:
         return build_report(config, tasks, report_settings)
-    except LabelStudioError:
-        raise
-    except ValueError as exc:  # AdapterError and engine input errors are ValueErrors
+    except BadInput as exc:  # AdapterError and the measures' bad arguments; other errors are bugs
         raise BadInput(f"project {project_id}: cannot compute agreement: {exc}") from exc

@@ -34,6 +34,7 @@ from ._ragged import cross_layout, hashable_codes, pair_chunks
 from .base import Distance
 from .region_match import RegionIndex, match
 from .registry import get_distance, register
+from ..errors import BadInput
 
 __all__ = ["AttributeDistance", "ATTRIBUTE_DISTANCES", "flatten_attributed"]
 
@@ -65,10 +66,10 @@ def flatten_attributed(values: Sequence[Any], what: str) -> tuple[list, list, np
         if value is None:
             continue
         if not isinstance(value, (tuple, list)):
-            raise ValueError(f"{what}: value #{v} is {type(value).__name__}, expected a sequence of Attributed")
+            raise BadInput(f"{what}: value #{v} is {type(value).__name__}, expected a sequence of Attributed")
         for k, item in enumerate(value):
             if not isinstance(item, Attributed):
-                raise ValueError(f"{what}: value #{v}, object #{k} is {type(item).__name__} "
+                raise BadInput(f"{what}: value #{v}, object #{k} is {type(item).__name__} "
                                  f"({item!r:.60}), expected Attributed")
             regions.append(item.region)
             answers.append(item.value)
@@ -89,7 +90,7 @@ class AttributeDistance(Distance):
 
     def __init__(self, answer: AttributeName = "nominal") -> None:
         if answer not in ATTRIBUTE_DISTANCES:
-            raise ValueError(f"answer distance must be one of {sorted(ATTRIBUTE_DISTANCES)}, got {answer!r}")
+            raise BadInput(f"answer distance must be one of {sorted(ATTRIBUTE_DISTANCES)}, got {answer!r}")
         self.answer = answer
         self.name = f"attributes.{answer}"
 
@@ -117,9 +118,9 @@ class AttributeDistance(Distance):
         try:
             x = np.asarray(answers, dtype=np.float64).reshape(-1)
         except (TypeError, ValueError):
-            raise ValueError(f"{self.name} needs numeric answers, got {answers[:3]!r}...") from None
+            raise BadInput(f"{self.name} needs numeric answers, got {answers[:3]!r}...") from None
         if not np.isfinite(x).all():
-            raise ValueError(f"{self.name} needs finite answers")
+            raise BadInput(f"{self.name} needs finite answers")
         return x
 
     def answer_distances(self, prep: dict, a: np.ndarray, b: np.ndarray) -> np.ndarray:

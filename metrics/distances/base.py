@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable, Hashable, Sequence
 
 import numpy as np
+from ..errors import BadInput
 
 __all__ = ["Distance", "CallableDistance", "as_index_arrays", "check_distances", "value_keys", "compute_distinct"]
 
@@ -19,7 +20,7 @@ def as_index_arrays(i: Any, j: Any) -> tuple[np.ndarray, np.ndarray]:
     ii = np.asarray(i, dtype=np.int64).ravel()
     jj = np.asarray(j, dtype=np.int64).ravel()
     if ii.shape != jj.shape:
-        raise ValueError(f"pair index arrays differ in length: {ii.size} vs {jj.size}")
+        raise BadInput(f"pair index arrays differ in length: {ii.size} vs {jj.size}")
     return ii, jj
 
 
@@ -29,7 +30,7 @@ def check_distances(d: np.ndarray, name: str) -> np.ndarray:
     bad = ~np.isfinite(d) | (d < 0)
     if bad.any():
         k = int(np.flatnonzero(bad)[0])
-        raise ValueError(
+        raise BadInput(
             f"distance {name!r} returned {d[k]!r} for pair #{k}: distances must be finite and >= 0"
         )
     return d

@@ -32,6 +32,7 @@ import shapely
 from ..model import Box
 from .multi_object import CountDistance, MultiObjectDistance, PackedObjects
 from .registry import register
+from ..errors import BadInput
 
 __all__ = ["BoxDistance", "box_corners", "box_pair_iou", "box_pair_giou"]
 
@@ -96,9 +97,9 @@ class BoxDistance(MultiObjectDistance):
                  labels: str = "strict", l2_scale: float = 20.0) -> None:
         super().__init__(combine=combine, labels=labels)
         if variant not in SIMILARITIES:
-            raise ValueError(f"box variant must be one of {SIMILARITIES}, got {variant!r}")
+            raise BadInput(f"box variant must be one of {SIMILARITIES}, got {variant!r}")
         if not l2_scale > 0:
-            raise ValueError(f"l2_scale must be > 0, got {l2_scale!r}")
+            raise BadInput(f"l2_scale must be > 0, got {l2_scale!r}")
         self.sim_name = variant
         self.l2_scale = float(l2_scale)
         self.name = f"boxes.{variant}"

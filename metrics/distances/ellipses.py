@@ -22,6 +22,7 @@ from ..model import Ellipse
 from .multi_object import CountDistance, PackedObjects
 from .polygons import PolygonDistance
 from .registry import register
+from ..errors import BadInput
 
 __all__ = ["EllipseDistance", "ellipse_polygons", "ellipse_similarity_matrix", "VERTICES"]
 
@@ -91,7 +92,7 @@ def ellipse_similarity_matrix(a: Sequence[Ellipse], b: Sequence[Ellipse]) -> np.
     objs = list(a) + list(b)
     bad = next((e for e in objs if not isinstance(e, Ellipse)), None)
     if bad is not None:
-        raise ValueError(f"ellipse_similarity_matrix: {type(bad).__name__} ({bad!r:.60}) is not an Ellipse")
+        raise BadInput(f"ellipse_similarity_matrix: {type(bad).__name__} ({bad!r:.60}) is not an Ellipse")
     na, nb = len(a), len(b)
     if not na or not nb:
         return np.zeros((na, nb))

@@ -45,6 +45,7 @@ from ._ragged import cross_layout, pair_chunks
 from .base import Distance
 from .multi_object import CountDistance, MultiObjectDistance, PackedObjects, flatten_regions
 from .registry import register
+from ..errors import BadInput
 
 __all__ = ["IntervalDistance", "IntervalDice", "interval_similarity_matrix", "interval_tolerance",
            "INSTANT_SHARE"]
@@ -110,7 +111,7 @@ def interval_similarity_matrix(a: Sequence[Interval], b: Sequence[Interval], *,
     for name, seq in (("a", a), ("b", b)):
         bad = next((x for x in seq if not isinstance(x, Interval)), None)
         if bad is not None:
-            raise ValueError(f"interval_similarity_matrix: {name} holds {type(bad).__name__}, expected Interval")
+            raise BadInput(f"interval_similarity_matrix: {name} holds {type(bad).__name__}, expected Interval")
     sa, ea = _bounds(a)
     sb, eb = _bounds(b)
     tau = _check_tolerance(tolerance) if tolerance is not None else interval_tolerance(
@@ -123,7 +124,7 @@ def _check_tolerance(tolerance: float | None) -> float | None:
         return None
     t = float(tolerance)
     if not (np.isfinite(t) and t > 0):
-        raise ValueError(f"tolerance must be a finite number > 0, got {tolerance!r}")
+        raise BadInput(f"tolerance must be a finite number > 0, got {tolerance!r}")
     return t
 
 

@@ -25,6 +25,7 @@ from ..model import Keypoint
 from .base import Distance
 from .multi_object import CountDistance, MultiObjectDistance, PackedObjects, flatten_regions
 from .registry import register
+from ..errors import BadInput
 
 __all__ = ["KeypointDistance", "KeypointBoxIoU", "value_boxes"]
 
@@ -77,9 +78,9 @@ class KeypointDistance(MultiObjectDistance):
         self.sigmas = dict(sigmas or {})
         for lab, s in list(self.sigmas.items()) + [("default", default_sigma)]:
             if not s > 0:
-                raise ValueError(f"keypoint sigma for {lab!r} must be > 0, got {s!r}")
+                raise BadInput(f"keypoint sigma for {lab!r} must be > 0, got {s!r}")
         if area is not None and not area > 0:
-            raise ValueError(f"area must be > 0, got {area!r}")
+            raise BadInput(f"area must be > 0, got {area!r}")
         self.default_sigma = float(default_sigma)
         self.area = area
         self.min_area = float(min_area)

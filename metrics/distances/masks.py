@@ -31,6 +31,7 @@ from ..model import Mask
 from .base import Distance
 from .multi_object import CountDistance, flatten_regions
 from .registry import register
+from ..errors import BadInput
 
 __all__ = ["MaskDistance", "MaskRuns", "mask_similarity_matrix"]
 
@@ -68,7 +69,7 @@ class MaskRuns:
         # one spare row keeps the last run of a group from touching the next group's first
         self.span = span = (int(height.max()) + 1 if height.size else 1) * wspan
         if n_groups * span >= 2 ** 62:
-            raise ValueError(f"masks: {n_groups:,} pixel sets of up to {span:,} pixels do not fit one "
+            raise BadInput(f"masks: {n_groups:,} pixel sets of up to {span:,} pixels do not fit one "
                              "int64 key space; compare fewer values at once")
         if parts and n_runs.sum():
             s = np.concatenate([p[0] for p in parts])
@@ -175,7 +176,7 @@ class MaskDistance(Distance):
 
     def __init__(self, pooling: Pooling = "pooled") -> None:
         if pooling not in ("pooled", "mean"):
-            raise ValueError(f"pooling must be 'pooled' or 'mean', got {pooling!r}")
+            raise BadInput(f"pooling must be 'pooled' or 'mean', got {pooling!r}")
         self.pooling = pooling
         self.name = "masks.iou" if pooling == "pooled" else "masks.miou"
 
@@ -224,7 +225,7 @@ def mask_similarity_matrix(a: Sequence[Mask], b: Sequence[Mask]) -> np.ndarray:
     masks = list(a) + list(b)
     bad = next((m for m in masks if not isinstance(m, Mask)), None)
     if bad is not None:
-        raise ValueError(f"mask_similarity_matrix: {type(bad).__name__} ({bad!r:.60}) is not a Mask")
+        raise BadInput(f"mask_similarity_matrix: {type(bad).__name__} ({bad!r:.60}) is not a Mask")
     na, nb = len(a), len(b)
     if not na or not nb:
         return np.zeros((na, nb))

@@ -26,6 +26,7 @@ from scipy.optimize import linear_sum_assignment
 
 from .base import Distance
 from ._ragged import CrossLayout, as_sequence, cross_layout, hashable_codes, pair_chunks, segment_max
+from ..errors import BadInput
 
 __all__ = ["MultiObjectDistance", "CountDistance", "PackedObjects", "COMBINES", "LABEL_MODES"]
 
@@ -86,7 +87,7 @@ def flatten_regions(values: Sequence[Any], region_type: type, what: str) -> Pack
         for v, seq in enumerate(seqs):
             for k, obj in enumerate(seq):
                 if not isinstance(obj, region_type):
-                    raise ValueError(f"{what}: value #{v}, object #{k} is {type(obj).__name__} "
+                    raise BadInput(f"{what}: value #{v}, object #{k} is {type(obj).__name__} "
                                      f"({obj!r:.60}), expected {region_type.__name__}")
     return PackedObjects(objects, counts)
 
@@ -95,7 +96,7 @@ def _as_seq(value: Any, n: int, region_type: type, what: str) -> tuple:
     try:
         return as_sequence(value)
     except TypeError:
-        raise ValueError(f"{what}: value #{n} is {type(value).__name__}, "
+        raise BadInput(f"{what}: value #{n} is {type(value).__name__}, "
                          f"expected a sequence of {region_type.__name__}") from None
 
 
@@ -115,9 +116,9 @@ class MultiObjectDistance(Distance):
 
     def __init__(self, combine: str = "pooled", labels: str = "strict") -> None:
         if combine not in COMBINES:
-            raise ValueError(f"combine must be one of {COMBINES}, got {combine!r}")
+            raise BadInput(f"combine must be one of {COMBINES}, got {combine!r}")
         if labels not in LABEL_MODES:
-            raise ValueError(f"labels must be one of {LABEL_MODES}, got {labels!r}")
+            raise BadInput(f"labels must be one of {LABEL_MODES}, got {labels!r}")
         self.combine = combine
         self.labels = labels
 

@@ -25,6 +25,7 @@ import numpy as np
 from .base import Distance
 from ._ragged import hashable_codes, unique_pair_apply
 from .registry import register
+from ..errors import BadInput
 
 __all__ = ["RankingDistance", "rank_vectors"]
 
@@ -34,7 +35,7 @@ METHODS = ("kendall", "spearman")
 def _as_ranks(value: Any, where: str) -> dict[Hashable, int]:
     """id -> 0-based rank (bucket index); first occurrence wins for repeated ids."""
     if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
-        raise ValueError(f"{where} is {type(value).__name__} ({value!r:.60}), expected a ranking (sequence of ids)")
+        raise BadInput(f"{where} is {type(value).__name__} ({value!r:.60}), expected a ranking (sequence of ids)")
     ranks: dict[Hashable, int] = {}
     for pos, el in enumerate(value):
         bucket = el if isinstance(el, (tuple, list, set, frozenset)) else (el,)
@@ -106,11 +107,11 @@ class RankingDistance(Distance):
 
     def __init__(self, variant: str = "kendall", top_k: int | None = None, pad: int = 0) -> None:
         if variant not in METHODS:
-            raise ValueError(f"ranking variant must be one of {METHODS}, got {variant!r}")
+            raise BadInput(f"ranking variant must be one of {METHODS}, got {variant!r}")
         if top_k is not None and top_k < 1:
-            raise ValueError(f"top_k must be >= 1, got {top_k!r}")
+            raise BadInput(f"top_k must be >= 1, got {top_k!r}")
         if pad < 0:
-            raise ValueError(f"pad must be >= 0, got {pad!r}")
+            raise BadInput(f"pad must be >= 0, got {pad!r}")
         self.method = variant
         self.top_k = top_k
         self.pad = int(pad)

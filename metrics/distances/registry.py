@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from .base import CallableDistance, Distance
+from ..errors import BadInput
 
 __all__ = ["register", "get_distance", "available", "candidates", "fitting", "DistanceLike",
            "KINDS", "SINGULAR_KINDS", "canonical_kind"]
@@ -50,7 +51,7 @@ def register(name: str, distance: Distance | Callable[[Any, Any], float], *,
     it comes from the distance's own ``kind`` attribute.
     """
     if name in _REGISTRY and not replace:
-        raise ValueError(f"a distance named {name!r} is already registered (pass replace=True)")
+        raise BadInput(f"a distance named {name!r} is already registered (pass replace=True)")
     if not isinstance(distance, Distance):
         if not callable(distance):
             raise TypeError(f"distance {name!r} must be a Distance or a callable D(a, b)")
@@ -78,7 +79,7 @@ def get_distance(distance: DistanceLike) -> Distance:
         try:
             return _REGISTRY[distance]
         except KeyError:
-            raise ValueError(
+            raise BadInput(
                 f"unknown distance {distance!r}; registered: {', '.join(sorted(_REGISTRY))}"
             ) from None
     if callable(distance):

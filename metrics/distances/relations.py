@@ -34,6 +34,7 @@ from ._ragged import cross_layout, hashable_codes, pair_chunks
 from .base import Distance
 from .region_match import RegionIndex, match
 from .registry import register
+from ..errors import BadInput
 
 __all__ = ["RelationDistance", "VARIANTS", "MATCH_THRESHOLD"]
 
@@ -60,10 +61,10 @@ def _flatten(values: Sequence[Any], what: str) -> tuple[list, np.ndarray, list]:
         mine: set = set()
         if value is not None:
             if not isinstance(value, (tuple, list)):
-                raise ValueError(f"{what}: value #{v} is {type(value).__name__}, expected a sequence of Relation")
+                raise BadInput(f"{what}: value #{v} is {type(value).__name__}, expected a sequence of Relation")
             for k, rel in enumerate(value):
                 if not isinstance(rel, Relation):
-                    raise ValueError(f"{what}: value #{v}, object #{k} is {type(rel).__name__} "
+                    raise BadInput(f"{what}: value #{v}, object #{k} is {type(rel).__name__} "
                                      f"({rel!r:.60}), expected Relation")
                 f = own.setdefault(rel.source, len(own))
                 t = own.setdefault(rel.target, len(own))
@@ -95,9 +96,9 @@ class RelationDistance(Distance):
     def __init__(self, variant: Literal["jaccard", "masi", "soft"] = "jaccard",
                  threshold: float = MATCH_THRESHOLD) -> None:
         if variant not in VARIANTS:
-            raise ValueError(f"relations variant must be one of {VARIANTS}, got {variant!r}")
+            raise BadInput(f"relations variant must be one of {VARIANTS}, got {variant!r}")
         if not 0.0 < threshold <= 1.0:
-            raise ValueError(f"threshold must be in (0, 1], got {threshold!r}")
+            raise BadInput(f"threshold must be in (0, 1], got {threshold!r}")
         self.variant = variant
         self.threshold = float(threshold)
         self.name = f"relations.{variant}"

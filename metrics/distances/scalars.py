@@ -12,6 +12,7 @@ import numpy as np
 from ..table import factorize
 from .base import Distance
 from .registry import register
+from ..errors import BadInput
 
 __all__ = ["ScalarDistance", "scalar_codes", "ordinal_midranks"]
 
@@ -64,7 +65,7 @@ class ScalarDistance(Distance):
         try:
             return arr.astype(np.float64)
         except (TypeError, ValueError):
-            raise ValueError(f"{self.level} distance needs numbers, got {arr[:3].tolist()!r}...") from None
+            raise BadInput(f"{self.level} distance needs numbers, got {arr[:3].tolist()!r}...") from None
 
     def compute(self, x: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
         return self.delta(x[i], x[j])

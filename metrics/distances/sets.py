@@ -20,6 +20,7 @@ import numpy as np
 from .base import Distance
 from ._ragged import hashable_codes, intersection_sizes, membership_matrix
 from .registry import register
+from ..errors import BadInput
 
 __all__ = ["SetDistance"]
 
@@ -38,7 +39,7 @@ class SetDistance(Distance):
 
     def __init__(self, variant: str = "jaccard") -> None:
         if variant not in METHODS:
-            raise ValueError(f"set variant must be one of {METHODS}, got {variant!r}")
+            raise BadInput(f"set variant must be one of {METHODS}, got {variant!r}")
         self.method = variant
         self.name = f"sets.{variant}"
 
@@ -53,7 +54,7 @@ class SetDistance(Distance):
                 try:
                     sets.append(frozenset(v))
                 except TypeError:
-                    raise ValueError(f"{self.name}: value #{n} ({v!r:.60}) is not a set of hashable labels") from None
+                    raise BadInput(f"{self.name}: value #{n} ({v!r:.60}) is not a set of hashable labels") from None
         _, labels = hashable_codes([x for s in sets for x in s])
         index = {x: k for k, x in enumerate(labels)}
         codes = [np.fromiter((index[x] for x in s), dtype=np.int64, count=len(s)) for s in sets]

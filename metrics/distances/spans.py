@@ -32,6 +32,7 @@ from .base import Distance
 from ._ragged import cross_layout, hashable_codes, intersection_sizes, pair_chunks
 from .multi_object import CountDistance, flatten_regions
 from .registry import register
+from ..errors import BadInput
 
 __all__ = ["SpanDistance", "MODES"]
 
@@ -89,7 +90,7 @@ class SpanDistance(Distance):
 
     def __init__(self, variant: str = "lenient") -> None:
         if variant not in MODES:
-            raise ValueError(f"span variant must be one of {MODES}, got {variant!r}")
+            raise BadInput(f"span variant must be one of {MODES}, got {variant!r}")
         self.mode = variant
         self.name = f"spans.{variant}"
 

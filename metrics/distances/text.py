@@ -31,6 +31,7 @@ from rapidfuzz.process import cpdist
 from .base import Distance
 from ._ragged import hashable_codes, unique_pair_apply
 from .registry import register
+from ..errors import BadInput
 
 __all__ = ["TextDistance", "TOKENIZERS", "bleu_from_counts"]
 
@@ -103,11 +104,11 @@ class TextDistance(Distance):
                  tokenizer: str | Callable[[str], list[str]] = "whitespace",
                  smoothing: str = "method4") -> None:
         if variant not in METRICS:
-            raise ValueError(f"text variant must be one of {METRICS}, got {variant!r}")
+            raise BadInput(f"text variant must be one of {METRICS}, got {variant!r}")
         if isinstance(tokenizer, str) and tokenizer not in TOKENIZERS:
-            raise ValueError(f"tokenizer must be one of {sorted(TOKENIZERS)} or a callable")
+            raise BadInput(f"tokenizer must be one of {sorted(TOKENIZERS)} or a callable")
         if smoothing not in ("method4", "nltk345"):
-            raise ValueError(f"smoothing must be 'method4' or 'nltk345', got {smoothing!r}")
+            raise BadInput(f"smoothing must be 'method4' or 'nltk345', got {smoothing!r}")
         self.metric = variant
         self.tokenize = TOKENIZERS[tokenizer] if isinstance(tokenizer, str) else tokenizer
         self.smoothing = smoothing
@@ -116,7 +117,7 @@ class TextDistance(Distance):
     def prepare(self, values: Sequence[Any]) -> dict:
         for v, x in enumerate(values):
             if not isinstance(x, str):
-                raise ValueError(f"{self.name}: value #{v} is {type(x).__name__} ({x!r:.60}), expected text")
+                raise BadInput(f"{self.name}: value #{v} is {type(x).__name__} ({x!r:.60}), expected text")
         keys, texts = hashable_codes(values)
         prep: dict = {"keys": keys, "texts": texts}
         if self.metric == "chars":

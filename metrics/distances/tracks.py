@@ -52,6 +52,7 @@ from .base import Distance
 from .boxes import box_corners
 from .multi_object import LABEL_MODES, PackedObjects, flatten_regions
 from .registry import register
+from ..errors import BadInput
 
 __all__ = ["TrackDistance", "PackedTracks", "pack_tracks", "visible_boxes", "track_pair_similarity",
            "track_similarity_matrix", "VARIANTS", "CHUNK_FRAMES"]
@@ -158,7 +159,7 @@ class PackedTracks(PackedObjects):
             self.bounds = np.zeros((0, 4))
         self.stride = int(self.last.max()) + 2 if n else 2
         if n * self.stride >= 2 ** 62:
-            raise ValueError(f"tracks: {n:,} tracks up to frame {self.stride - 2:,} are too many to index")
+            raise BadInput(f"tracks: {n:,} tracks up to frame {self.stride - 2:,} are too many to index")
         self.key = track_of * self.stride + self.frame
 
 
@@ -351,9 +352,9 @@ class TrackDistance(Distance):
 
     def __init__(self, variant: Variant = "iou", labels: Literal["strict", "ignore"] = "strict") -> None:
         if variant not in VARIANTS:
-            raise ValueError(f"track variant must be one of {VARIANTS}, got {variant!r}")
+            raise BadInput(f"track variant must be one of {VARIANTS}, got {variant!r}")
         if labels not in LABEL_MODES:
-            raise ValueError(f"labels must be one of {LABEL_MODES}, got {labels!r}")
+            raise BadInput(f"labels must be one of {LABEL_MODES}, got {labels!r}")
         self.variant = variant
         self.labels = labels
         self.name = f"tracks.{variant}"

@@ -18,6 +18,7 @@ import numpy as np
 
 from .base import Distance
 from .registry import register
+from ..errors import BadInput
 
 __all__ = ["VectorDistance"]
 
@@ -37,7 +38,7 @@ class VectorDistance(Distance):
 
     def __init__(self, variant: str = "rmse") -> None:
         if variant not in METHODS:
-            raise ValueError(f"vector variant must be one of {METHODS}, got {variant!r}")
+            raise BadInput(f"vector variant must be one of {METHODS}, got {variant!r}")
         self.method = variant
         self.name = f"vectors.{variant}"
 
@@ -49,12 +50,12 @@ class VectorDistance(Distance):
             try:
                 row = np.asarray(v, dtype=np.float64).ravel()
             except (TypeError, ValueError):
-                raise ValueError(f"{self.name}: value #{n} ({v!r:.60}) is not a numeric vector") from None
+                raise BadInput(f"{self.name}: value #{n} ({v!r:.60}) is not a numeric vector") from None
             if not np.all(np.isfinite(row)):
-                raise ValueError(f"{self.name}: value #{n} ({v!r:.60}) has a non-finite component")
+                raise BadInput(f"{self.name}: value #{n} ({v!r:.60}) has a non-finite component")
             lengths.add(row.size)
             if len(lengths) > 1:
-                raise ValueError(f"{self.name}: value #{n} has {row.size} components, others "
+                raise BadInput(f"{self.name}: value #{n} has {row.size} components, others "
                                  f"{sorted(lengths - {row.size})[0]}: vectors must have one length")
             rows.append(row)
         return np.vstack(rows) if rows else np.zeros((0, 0))

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from .common import EXIT_OK, EXIT_SERVER, add_queue_arguments, add_server_arguments, add_service_arguments
+from .common import EXIT_OK, add_queue_arguments, add_server_arguments, add_service_arguments
 
 HELP = ("Register a project's webhook to the `ls-agreement serve` receiver (idempotent) "
         "and run a first sync, which creates the Data Manager views.")
@@ -174,67 +174,56 @@ def ensure_webhook(conn: Any, project_id: int, url: str,
 def run(args: argparse.Namespace) -> int:
     """Register the webhook, record the project for `serve`, run the first sync."""
     from ..client import BadInput, Connection, LabelStudioError
-    from ..errors import AgreementError, exit_code
     from ..queue import open_queue
     from ..settings import load_settings
     from ..sync import sync_project
     from ..worker import summarize
 
+    if not args.url or not args.token:
+        raise BadInput("--url and --token are required (or LABEL_STUDIO_URL / "
+                       "LABEL_STUDIO_API_KEY)")
+    if not args.receiver:
+        raise BadInput(f"--receiver is required (or ${PUBLIC_URL_ENV})")
+    hook_url = receiver_url(args.receiver)
+    settings = load_settings(args.settings)
+    conn = Connection(args.url, args.token, timeout=30)
     try:
-        if not args.url or not args.token:
-            raise BadInput("--url and --token are required (or LABEL_STUDIO_URL / "
-                           "LABEL_STUDIO_API_KEY)")
-        if not args.receiver:
-            raise BadInput(f"--receiver is required (or ${PUBLIC_URL_ENV})")
-        hook_url = receiver_url(args.receiver)
-        settings = load_settings(args.settings)
-        conn = Connection(args.url, args.token, timeout=30)
+        conn.whoami()
+        project = conn.get_project(args.project)
+        page_url = None if args.no_page_link else quality_page_url(hook_url, args.project)
+        # before the webhook exists: Label Studio would send our own edit to it (PROJECT_UPDATED)
         try:
-            conn.whoami()
-            project = conn.get_project(args.project)
-            page_url = None if args.no_page_link else quality_page_url(hook_url, args.project)
-            # before the webhook exists: Label Studio would send our own edit to it (PROJECT_UPDATED)
-            try:
-                linked = ensure_page_link(conn, {"id": args.project, **project}, page_url)
-            except LabelStudioError as exc:   # a convenience: the webhook and sync matter more
-                linked = "not written"
-                print(f"warning: could not link the quality page from the description: {exc}",
-                      file=sys.stderr)
-            hook_id, what = ensure_webhook(conn, args.project, hook_url, args.secret)
-        finally:
-            conn.close()
-        print(f"project {args.project}: webhook {hook_id} {what} → {hook_url}"
-              + ("" if args.secret else " (no secret: the receiver must run without one)"))
-        if page_url:
-            print(f"quality page (linked from the project's description, {linked}): {page_url}")
-        from ..queue import is_redis_url
-        if args.queue and not is_redis_url(args.queue):
-            raise BadInput(f"--queue must be a Redis URL, redis://HOST:PORT/DB (got {args.queue!r})")
-        try:
-            # the service's queue: Redis past one machine, else the SQLite state file
-            queue = open_queue(args.queue or args.state)
-        except (ValueError, ImportError) as exc:
-            raise BadInput(str(exc)) from exc
-        try:
-            queue.add_project(args.project, "connect", hook_id)
-            if args.no_sync:
-                # a running service fills its mirror of the project with a full read now
-                queue.enqueue(args.project, "connect", action="RECONCILE")
-                return EXIT_OK
-            res = sync_project(args.url, args.token, args.project, settings,
-                               state_path=args.state, progress=not args.quiet,
-                               out_dir=Path(args.out) / f"project-{args.project}")
-            queue.set_latest(args.project, str(res.report_paths["report"]), summarize(res))
-            # after the sync's files: a running service fills its mirror with a full read now
+            linked = ensure_page_link(conn, {"id": args.project, **project}, page_url)
+        except LabelStudioError as exc:   # a convenience: the webhook and sync matter more
+            linked = "not written"
+            print(f"warning: could not link the quality page from the description: {exc}",
+                  file=sys.stderr)
+        hook_id, what = ensure_webhook(conn, args.project, hook_url, args.secret)
+    finally:
+        conn.close()
+    print(f"project {args.project}: webhook {hook_id} {what} → {hook_url}"
+          + ("" if args.secret else " (no secret: the receiver must run without one)"))
+    if page_url:
+        print(f"quality page (linked from the project's description, {linked}): {page_url}")
+    from ..queue import is_redis_url
+    if args.queue and not is_redis_url(args.queue):
+        raise BadInput(f"--queue must be a Redis URL, redis://HOST:PORT/DB (got {args.queue!r})")
+    # the service's queue: Redis past one machine, else the SQLite state file
+    queue = open_queue(args.queue or args.state)
+    try:
+        queue.add_project(args.project, "connect", hook_id)
+        if args.no_sync:
+            # a running service fills its mirror of the project with a full read now
             queue.enqueue(args.project, "connect", action="RECONCILE")
-        finally:
-            queue.close()
-    except AgreementError as exc:     # bad input (exit 2) or the server (exit 3)
-        print(f"error: {exc}", file=sys.stderr)
-        return exit_code(exc)
-    except ConnectionError as exc:       # the Redis of --queue (redis_queue.RedisQueue.ping)
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_SERVER
+            return EXIT_OK
+        res = sync_project(args.url, args.token, args.project, settings,
+                           state_path=args.state, progress=not args.quiet,
+                           out_dir=Path(args.out) / f"project-{args.project}")
+        queue.set_latest(args.project, str(res.report_paths["report"]), summarize(res))
+        # after the sync's files: a running service fills its mirror with a full read now
+        queue.enqueue(args.project, "connect", action="RECONCILE")
+    finally:
+        queue.close()
     views = res.views
     print(f"first sync: {res.n_tasks} tasks, wrote {res.n_written}"
           + (f"; views created {len(views.created)}, updated {len(views.updated)}"

@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .. import demo_data
-from ..server import LabelStudioError, LocalLabelStudio
+from ..server import LocalLabelStudio
 from ..report.model import Report
-from .common import EXIT_OK, EXIT_SERVER
+from .common import EXIT_OK
 
 HELP = ("Start a local Label Studio, load a sample multi-annotator project, compute "
         "agreement, push it back and print the links.")
@@ -235,18 +235,8 @@ def run(args: argparse.Namespace) -> int:
     keep = args.keep_running
     if keep is None:
         keep = sys.stdin.isatty() and sys.stdout.isatty()
-    try:
-        outcome = run_demo(args.data_dir, args.port, n_tasks=args.tasks, seed=args.seed,
-                           bootstrap=args.bootstrap, fresh=args.fresh)
-    except LabelStudioError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_SERVER
-    except Exception as exc:  # sync's errors carry their exit code (plugin/client.py)
-        code = getattr(exc, "exit_code", None)
-        if code is None:
-            raise
-        print(f"error: {exc}", file=sys.stderr)
-        return int(code)
+    outcome = run_demo(args.data_dir, args.port, n_tasks=args.tasks, seed=args.seed,
+                       bootstrap=args.bootstrap, fresh=args.fresh)
     try:
         print_summary(outcome)
         if keep:

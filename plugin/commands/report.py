@@ -3,16 +3,17 @@
 Runs the adapters and the metrics on a Label Studio JSON export (or snapshot export) and
 its labeling config, for every control tag, and writes the report as JSON (the contract
 of ``ls_agreement.plugin.report.build.build_report``), CSV (two tables) or the HTML quality
-page. Exit codes: 0 ok, 2 bad input (message on stderr), 1 internal error (message only;
-the traceback with ``--debug``).
+page. Errors are raised and turned into exit codes by ``cli.main`` (0 ok, 2 bad input, 1
+internal error, its traceback with ``--debug``).
 """
 from __future__ import annotations
 
 import argparse
 import sys
-import traceback
 from pathlib import Path
-from .common import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OK
+
+from ..errors import BadInput
+from .common import EXIT_OK
 
 HELP = "Compute agreement for every control tag of an exported project (offline) and write a report."
 
@@ -33,7 +34,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="count predictions as annotators model:<model_version>")
     parser.add_argument("--bootstrap", type=int, metavar="B", help="bootstrap resamples (default 1000)")
     parser.add_argument("--seed", type=int, help="random seed (default 0)")
-    parser.add_argument("--debug", action="store_true", help="print tracebacks of internal errors")
 
 
 def _settings(args: argparse.Namespace):  # -> ReportSettings
@@ -43,23 +43,23 @@ def _settings(args: argparse.Namespace):  # -> ReportSettings
     for spec in args.distance:
         name, sep, dist = spec.partition("=")
         if not sep or not name.strip() or not dist.strip():
-            raise ValueError(f"--distance expects FROM_NAME=NAME, got {spec!r}")
+            raise BadInput(f"--distance expects FROM_NAME=NAME, got {spec!r}")
         settings.distances[name.strip()] = dist.strip()
     try:
         settings.distances = ReportSettings.from_mapping({"distances": settings.distances}).distances
-    except ValueError as exc:
-        raise ValueError(f"--distance: {exc}") from None
+    except BadInput as exc:
+        raise BadInput(f"--distance: {exc}") from None
     if args.strict:
         settings.strict = True
     if args.include_predictions:
         settings.include_predictions = True
     if args.bootstrap is not None:
         if args.bootstrap < 0:
-            raise ValueError(f"--bootstrap must be >= 0, got {args.bootstrap}")
+            raise BadInput(f"--bootstrap must be >= 0, got {args.bootstrap}")
         settings.bootstrap = args.bootstrap
     if args.seed is not None:
         if args.seed < 0:
-            raise ValueError(f"--seed must be >= 0, got {args.seed}")
+            raise BadInput(f"--seed must be >= 0, got {args.seed}")
         settings.seed = args.seed
     return settings.validate()
 
@@ -70,7 +70,10 @@ def _write(text: str, path: str | None) -> None:
         if not text.endswith("\n"):
             sys.stdout.write("\n")
         return
-    Path(path).write_text(text, encoding="utf-8")
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise BadInput(f"cannot write {path!r}: {exc.strerror or exc}") from None
 
 
 def _rendered(render, report):
@@ -90,57 +93,38 @@ def _rendered(render, report):
 
 
 def run(args: argparse.Namespace) -> int:
-    """Build the report and write it; return an exit code (see plugin/cli.py)."""
-    from ls_agreement.plugin.errors import AgreementError
+    """Build the report and write it; return 0 (errors are raised, see plugin/cli.py)."""
     from ls_agreement.plugin.report.render import render_csv, render_html
     from ls_agreement.plugin.report.build import build_report, collect_warnings
     from ls_agreement.adapters.tasks import load_export
 
+    settings = _settings(args)
     try:
-        settings = _settings(args)
-        try:
-            config_xml = Path(args.config).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ValueError(f"cannot read config {args.config!r}: {exc}") from None
-        reading: list[str] = []
-        with collect_warnings(reading, "reading the export"):
-            tasks = load_export(args.export)
-        report = build_report(config_xml, tasks, settings)
-        report.warnings[:0] = reading
-    except (AgreementError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except Exception as exc:  # internal error: a message, the traceback only on request
-        if args.debug:
-            traceback.print_exc()
-        print(f"internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return EXIT_INTERNAL
-    try:
-        if args.format == "json":
-            _write(report.to_json(indent=1), args.out)
-        elif args.format == "html":
-            _write(_rendered(render_html, report), args.out)
-        else:
-            tasks_csv, ann_csv = _rendered(render_csv, report)
-            if args.out:
-                out = Path(args.out)
-                _write(tasks_csv, str(out))
-                _write(ann_csv, str(out.with_name(out.stem + ".annotators" + (out.suffix or ".csv"))))
-                # issue 13: the annotator × annotator matrices and the per-label table beside them
-                from ls_agreement.plugin.report.render import render_labels_csv, render_pairs_csv
+        config_xml = Path(args.config).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInput(f"cannot read config {args.config!r}: {exc}") from None
+    reading: list[str] = []
+    with collect_warnings(reading, "reading the export"):
+        tasks = load_export(args.export)
+    report = build_report(config_xml, tasks, settings)
+    report.warnings[:0] = reading
+    if args.format == "json":
+        _write(report.to_json(indent=1), args.out)
+    elif args.format == "html":
+        _write(_rendered(render_html, report), args.out)
+    else:
+        tasks_csv, ann_csv = _rendered(render_csv, report)
+        if args.out:
+            out = Path(args.out)
+            _write(tasks_csv, str(out))
+            _write(ann_csv, str(out.with_name(out.stem + ".annotators" + (out.suffix or ".csv"))))
+            # issue 13: the annotator × annotator matrices and the per-label table beside them
+            from ls_agreement.plugin.report.render import render_labels_csv, render_pairs_csv
 
-                _write(render_pairs_csv(report), str(out.with_name(out.stem + ".pairs" + (out.suffix or ".csv"))))
-                _write(render_labels_csv(report), str(out.with_name(out.stem + ".labels" + (out.suffix or ".csv"))))
-            else:
-                _write(tasks_csv + "\n" + ann_csv, None)
-    except OSError as exc:
-        print(f"error: cannot write {args.out!r}: {exc.strerror or exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except Exception as exc:
-        if args.debug:
-            traceback.print_exc()
-        print(f"internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return EXIT_INTERNAL
+            _write(render_pairs_csv(report), str(out.with_name(out.stem + ".pairs" + (out.suffix or ".csv"))))
+            _write(render_labels_csv(report), str(out.with_name(out.stem + ".labels" + (out.suffix or ".csv"))))
+        else:
+            _write(tasks_csv + "\n" + ann_csv, None)
     n_warn = len(report.warnings)
     if n_warn:
         print(f"{n_warn} warning(s); see the report's 'warnings'", file=sys.stderr)

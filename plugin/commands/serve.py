@@ -24,7 +24,7 @@ import sys
 import threading
 from pathlib import Path
 from typing import Any, Sequence, TextIO
-from .common import (EXIT_BAD_INPUT, EXIT_OK, EXIT_SERVER, SECRET_ENV, add_queue_arguments,
+from .common import (EXIT_OK, SECRET_ENV, add_queue_arguments,
                      add_server_arguments, add_service_arguments)
 
 HELP = ("Run the webhook receiver, the job worker and the quality page: agreement is "
@@ -72,6 +72,7 @@ class Service:
     """
 
     def __init__(self, args: argparse.Namespace, settings: Any, log: TextIO | None) -> None:
+        from ..errors import BadInput
         from ..queue import open_queue
         from ..queue.redis_queue import redact_url
         from ..web import App
@@ -115,7 +116,11 @@ class Service:
                   queue_name=redact_url(self.queue_url) if self.queue_url else "sqlite",
                   request_timeout=float(getattr(args, "request_timeout", 60.0)),
                   pair_view=self.pair_view)
-        self.http = QualityServer((args.host, args.port), app)
+        try:
+            self.http = QualityServer((args.host, args.port), app)
+        except OSError as exc:       # port busy, permission denied, no such address
+            self.queue.close()
+            raise BadInput(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from exc
         self._stopped = False
 
     @property
@@ -196,10 +201,13 @@ def make_service(args: argparse.Namespace, log: TextIO | None = sys.stderr) -> S
 
     Raises
     ------
-    LabelStudioError
-        Missing URL/token, unreadable settings (``BadInput``, exit 2).
+    BadInput
+        Missing URL/token, bad options, unreadable settings, a state file or queue URL
+        that cannot be used, a port that cannot be bound (exit 2).
+    QueueUnavailable
+        The Redis of ``--queue`` does not answer (exit 3).
     """
-    from ..client import BadInput
+    from ..errors import BadInput
     from ..settings import load_settings
 
     if not args.url or not args.token:
@@ -224,29 +232,15 @@ def make_service(args: argparse.Namespace, log: TextIO | None = sys.stderr) -> S
         raise BadInput(f"--queue must be a Redis URL, redis://HOST:PORT/DB (got {args.queue!r}); "
                        "leave it out for the embedded SQLite queue in --state")
     settings = load_settings(args.settings)
-    try:
-        return Service(args, settings, None if args.quiet else log)
-    except (ValueError, ImportError) as exc:      # unusable state file or queue URL
-        raise BadInput(str(exc)) from exc
+    return Service(args, settings, None if args.quiet else log)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Serve until SIGTERM/SIGINT; return an exit code (see plugin/cli.py)."""
+    """Serve until SIGTERM/SIGINT; return 0 (errors are raised, see plugin/cli.py)."""
     from ..client import Connection, LabelStudioError, RetryPolicy
-    from ..errors import AgreementError, exit_code
     from ..queue.redis_queue import redact_url
 
-    try:
-        svc = make_service(args)
-    except AgreementError as exc:     # bad input (exit 2) or the server (exit 3)
-        print(f"error: {exc}", file=sys.stderr)
-        return exit_code(exc)
-    except ConnectionError as exc:  # the Redis of --queue does not answer
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_SERVER
-    except OSError as exc:         # port busy, permission denied
-        print(f"error: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+    svc = make_service(args)
     if not args.secret:
         print("warning: no --secret: webhook requests are accepted without "
               "authentication (use only on a trusted network)", file=sys.stderr)
@@ -280,10 +274,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m ls_agreement.plugin.commands.serve`` (same as ``ls-agreement serve``)."""
-    p = argparse.ArgumentParser(prog="ls-agreement serve", description=HELP)
-    add_arguments(p)
-    return run(p.parse_args(argv))
+    """``python -m ls_agreement.plugin.commands.serve``: ``ls-agreement serve``, exit codes included."""
+    from ..cli import main as cli_main
+
+    return cli_main(["serve", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":

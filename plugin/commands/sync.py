@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from .common import EXIT_BAD_INPUT, EXIT_OK, add_server_arguments
+from .common import EXIT_OK, add_server_arguments
 
 HELP = ("Read a project from a running Label Studio, compute agreement for every control "
         "tag, and write the results back (task data/meta, views, report files).")
@@ -23,22 +23,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the sync; print a summary; return an exit code (see plugin/cli.py)."""
-    from ..errors import AgreementError
+    """Run the sync; print a summary; return 0 (errors are raised, see plugin/cli.py)."""
+    from ..errors import BadInput
     from ..settings import load_settings
     from ..sync import sync_project
 
     if not args.url or not args.token:
-        print("error: --url and --token are required (or LABEL_STUDIO_URL / "
-              "LABEL_STUDIO_API_KEY)", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    try:
-        settings = load_settings(args.settings)
-        res = sync_project(args.url, args.token, args.project, settings,
-                           state_path=args.state, progress=not args.quiet, out_dir=args.out)
-    except AgreementError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exc.exit_code
+        raise BadInput("--url and --token are required (or LABEL_STUDIO_URL / LABEL_STUDIO_API_KEY)")
+    settings = load_settings(args.settings)
+    res = sync_project(args.url, args.token, args.project, settings,
+                       state_path=args.state, progress=not args.quiet, out_dir=args.out)
     print(f"project {res.project_id}: {res.n_tasks} tasks, {len(res.report.controls)}"
           f" control(s), {res.report.n_flagged} flagged; wrote {res.n_written} task(s), "
           f"{res.skipped} already up to date")

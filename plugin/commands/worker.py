@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from .common import (DEFAULT_OUT, EXIT_OK, EXIT_SERVER, add_queue_arguments,
+from .common import (DEFAULT_OUT, EXIT_OK, add_queue_arguments,
                      add_server_arguments)
 
 HELP = ("Run the jobs of `serve --queue redis://…` (RQ on Redis): agreement recomputed and "
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     """Work until SIGTERM/SIGINT; return an exit code (see plugin/cli.py)."""
     import socket
 
-    from ..errors import AgreementError, BadInput, exit_code
+    from ..errors import BadInput, QueueUnavailable
     from ..live.runner import LiveRunner
     from ..queue import is_redis_url
     from ..queue.redis_queue import RedisQueue
@@ -57,37 +57,29 @@ def run(args: argparse.Namespace) -> int:
     from ..settings import load_settings
 
     log = None if args.quiet else sys.stderr
-    try:
-        if not args.queue or not is_redis_url(args.queue):
-            raise BadInput("--queue redis://HOST:PORT/DB is required (or $LS_AGREEMENT_QUEUE): "
-                           "the worker runs the jobs `serve --queue` puts in Redis")
-        if not args.url or not args.token:
-            raise BadInput("--url and --token are required (or LABEL_STUDIO_URL / "
-                           "LABEL_STUDIO_API_KEY)")
-        if not args.url.strip().startswith(("http://", "https://")):
-            raise BadInput(f"--url must start with http:// or https:// (got {args.url!r})")
-        if args.max_attempts < 1 or args.retry_backoff < 0 or args.lease <= 0 or args.wait < 0:
-            raise BadInput("--max-attempts must be >= 1, --retry-backoff >= 0, --lease > 0, "
-                           "--wait >= 0")
-        settings = load_settings(args.settings)
-        try:
-            queue = RedisQueue(args.queue, max_attempts=args.max_attempts,
-                               backoff=args.retry_backoff, lease=args.lease)
-        except ValueError as exc:
-            raise BadInput(str(exc)) from exc
-    except AgreementError as exc:     # BadInput (exit 2) and server errors (exit 3)
-        print(f"error: {exc}", file=sys.stderr)
-        return exit_code(exc)
+    if not args.queue or not is_redis_url(args.queue):
+        raise BadInput("--queue redis://HOST:PORT/DB is required (or $LS_AGREEMENT_QUEUE): "
+                       "the worker runs the jobs `serve --queue` puts in Redis")
+    if not args.url or not args.token:
+        raise BadInput("--url and --token are required (or LABEL_STUDIO_URL / "
+                       "LABEL_STUDIO_API_KEY)")
+    if not args.url.strip().startswith(("http://", "https://")):
+        raise BadInput(f"--url must start with http:// or https:// (got {args.url!r})")
+    if args.max_attempts < 1 or args.retry_backoff < 0 or args.lease <= 0 or args.wait < 0:
+        raise BadInput("--max-attempts must be >= 1, --retry-backoff >= 0, --lease > 0, "
+                       "--wait >= 0")
+    settings = load_settings(args.settings)
+    queue = RedisQueue(args.queue, max_attempts=args.max_attempts,
+                       backoff=args.retry_backoff, lease=args.lease)
     # Redis may come up after the worker (a compose start, a restart): wait a while
     deadline = time.monotonic() + args.wait
     while True:
         try:
             queue.ping()
             break
-        except ConnectionError as exc:
+        except QueueUnavailable:
             if time.monotonic() >= deadline:
-                print(f"error: {exc}", file=sys.stderr)
-                return EXIT_SERVER
+                raise
             time.sleep(1.0)
     dur = queue.durability()
     if dur and (dur.get("appendonly") != "yes" or dur.get("appendfsync") != "always"):
@@ -102,10 +94,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m ls_agreement.plugin.commands.worker`` (same as ``ls-agreement worker``)."""
-    p = argparse.ArgumentParser(prog="ls-agreement worker", description=HELP)
-    add_arguments(p)
-    return run(p.parse_args(argv))
+    """``python -m ls_agreement.plugin.commands.worker``: ``ls-agreement worker``, exit codes included."""
+    from ..cli import main as cli_main
+
+    return cli_main(["worker", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":

@@ -329,9 +329,7 @@ class LiveProject:
         assert mirror is not None
         try:
             base = make_baseline(config or self.config_xml, mirror, self.settings.report, reason=reason)
-        except LabelStudioError:
-            raise
-        except ValueError as exc:   # AdapterError and engine input errors are ValueErrors
+        except BadInput as exc:   # AdapterError and the measures' bad arguments; other errors are bugs
             raise BadInput(f"project {self.project_id}: cannot compute agreement: {exc}") from exc
         name_annotators(base.report, self.names)
         base.quality = annotator_quality(base.report)   # with the annotators' names, as sync has them

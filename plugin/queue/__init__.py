@@ -28,7 +28,7 @@ def open_queue(spec: str | Path, **options: Any) -> JobBackend:
     if is_redis_url(spec):
         from .redis_queue import RedisQueue
         q = RedisQueue(str(spec), **options)
-        q.ping()        # ConnectionError with the (password-free) URL when it does not answer
+        q.ping()        # QueueUnavailable (exit 3) with the (password-free) URL when it does not answer
         return q
     from ..jobs import JobQueue
     options.pop("lease", None)

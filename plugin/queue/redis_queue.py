@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any, Mapping
 from urllib.parse import urlsplit
 
+from ..errors import BadInput, QueueUnavailable
 from ..job_backend import DONE, FAILED, PENDING, RUNNING, Job, StoredEvent
 from .scripts import ABANDON, DUE, ENQUEUE, FINISH, KEEP_JOBS, RENEW, START
 
@@ -106,9 +107,9 @@ class RedisQueue:
         from rq import Queue
 
         if max_attempts < 1:
-            raise ValueError(f"max_attempts must be >= 1, got {max_attempts}")
+            raise BadInput(f"max_attempts must be >= 1, got {max_attempts}")
         if lease <= 0:
-            raise ValueError(f"lease must be > 0 seconds, got {lease}")
+            raise BadInput(f"lease must be > 0 seconds, got {lease}")
         self.url = url
         self.max_attempts, self.backoff, self.max_backoff = max_attempts, backoff, max_backoff
         self.lease = float(lease)
@@ -120,7 +121,7 @@ class RedisQueue:
             self.r = redis.Redis.from_url(url, socket_connect_timeout=2, socket_timeout=10,
                                           health_check_interval=15, retry_on_timeout=True)
         except ValueError as exc:
-            raise ValueError(f"--queue {redact_url(url)!r} is not a Redis URL "
+            raise BadInput(f"--queue {redact_url(url)!r} is not a Redis URL "
                              f"(redis://HOST:PORT/DB): {exc}") from exc
         self.rq = Queue(RQ_QUEUE, connection=self.r)
         self._enqueue = self.r.register_script(ENQUEUE)
@@ -148,7 +149,7 @@ class RedisQueue:
         try:
             self.r.ping()
         except redis.RedisError as exc:
-            raise ConnectionError(f"Redis at {redact_url(self.url)} does not answer: {exc}") from exc
+            raise QueueUnavailable(f"Redis at {redact_url(self.url)} does not answer: {exc}") from exc
 
     def durability(self) -> dict[str, str]:
         """``appendonly``/``appendfsync`` of the server (``{}`` when CONFIG is not allowed,

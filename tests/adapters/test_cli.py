@@ -85,6 +85,37 @@ def test_internal_error_exit_1(capsys, monkeypatch):
     assert code == 1 and "Traceback" in err
 
 
+@pytest.mark.parametrize("raised, code, text", [
+    (ValueError("operands could not be broadcast together"), 1, "internal error: ValueError"),
+    (KeyError("oops"), 1, "internal error: KeyError"),
+    (None, 2, "error: tokenizer must be one of"),     # a measure's bad argument is the caller's
+])
+def test_one_exit_code_table(capsys, monkeypatch, raised, code, text):
+    """A ValueError from numpy inside the measures is a bug (exit 1), not bad input; a
+    measure's bad argument is BadInput (exit 2). cli.main alone decides."""
+    import ls_agreement.plugin.report.build as report
+    from ls_agreement.metrics.tokens import token_bounds
+
+    def boom(*a, **k):
+        if raised is None:
+            token_bounds("x", "no-such-tokenizer")
+        raise raised
+
+    monkeypatch.setattr(report, "build_report", boom)
+    got, out, err = run(capsys, RATING, "--config", CONFIG)
+    assert got == code and text in err and "Traceback" not in err and out == ""
+
+
+@pytest.mark.parametrize("argv", [["sync", "--project", "1"], ["worker"], ["serve", "--url", "x"],
+                                  ["connect", "--project", "1"]])
+def test_every_command_maps_bad_usage_to_2(capsys, monkeypatch, argv):
+    for env in ("LABEL_STUDIO_URL", "LABEL_STUDIO_API_KEY", "LS_AGREEMENT_QUEUE"):
+        monkeypatch.delenv(env, raising=False)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "Traceback" not in err
+
+
 def test_console_entry_point_help():
     out = subprocess.run([sys.executable, "-m", "ls_agreement.plugin.cli", "report", "--help"],
                          capture_output=True, text=True, timeout=120)
