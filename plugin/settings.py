@@ -40,11 +40,11 @@ naming the key.
 """
 from __future__ import annotations
 
-import math
 import tomllib
-from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Literal, Mapping
+from typing import Any, ClassVar, Literal, Mapping
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .errors import BadInput
 
@@ -52,20 +52,78 @@ __all__ = ["ReportSettings", "SyncOptions", "PluginSettings", "check_groups", "s
            "load_settings"]
 
 
-@dataclass
-class ReportSettings:
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+class _Table(BaseModel):
+    """One table of the settings file, validated by pydantic: strict types (a TOML string
+    is not a number, ``true`` is not an integer), no unknown key, and assignments checked
+    too (the command-line options override the file field by field)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, validate_assignment=True)
+    #: How a key is named in messages: ``setting 'p'`` or ``settings [sync].workers``.
+    _where: ClassVar[str] = "setting {key!r}"
+
+    @classmethod
+    def from_mapping(cls, d: Mapping[str, Any]) -> Any:
+        """Validated settings from a mapping (TOML table, JSON object, plugin settings).
+
+        Raises
+        ------
+        BadInput
+            The first bad key named: a wrong type or range, an unknown key.
+        """
+        if not isinstance(d, Mapping):
+            raise BadInput(f"settings must be a table, got {type(d).__name__}")
+        try:
+            return cls.model_validate(dict(d))
+        except ValidationError as exc:
+            raise BadInput(cls._message(exc)) from None
+
+    @classmethod
+    def _message(cls, exc: ValidationError) -> str:
+        err = exc.errors(include_url=False)[0]
+        key = ".".join(str(p) for p in err["loc"])
+        if err["type"] == "extra_forbidden":
+            return (f"unknown {cls._where.format(key=key)}; known: "
+                    f"{', '.join(sorted(cls.model_fields))}")
+        msg = err["msg"].removeprefix("Value error, ")
+        if not key:                 # a check of the whole table names its keys itself
+            return msg
+        got = f", got {_shown(err['input'])}" if err["type"] not in ("value_error", "assertion_error") else ""
+        return f"{cls._where.format(key=key)}: {msg}{got}"
+
+    def validate(self) -> Any:  # type: ignore[override]  # pydantic's own is a deprecated classmethod
+        """Check the settings as a whole again (built in code, or changed after loading:
+        overlapping annotator pools, ...); returns them.
+
+        Raises
+        ------
+        BadInput
+            The first bad key, named.
+        """
+        type(self).from_mapping(self.model_dump())
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump()
+
+
+class ReportSettings(_Table):
     """What a report computes: distances, σ's p, flag rule, bootstrap, seed, pools."""
 
-    distances: dict[str, str] = field(default_factory=dict)
-    flag_below: float = 0.0
-    flag_level: float = 0.01
-    flag_posterior: float = 0.5
-    p: float = 0.05
+    distances: dict[str, str] = Field(default_factory=dict)
+    flag_below: float = Field(0.0, allow_inf_nan=False)
+    flag_level: float = Field(0.01, gt=0, lt=1)
+    flag_posterior: float = Field(0.5, gt=0, le=1)
+    p: float = Field(0.05, gt=0, lt=1)
     form: Literal["canonical", "pairwise"] = "canonical"
-    bootstrap: int = 1000
-    seed: int = 0
+    bootstrap: int = Field(1000, ge=0)
+    seed: int = Field(0, ge=0)
     include_predictions: bool = False
-    groups: dict[str, list[str]] = field(default_factory=dict)
+    groups: dict[str, list[str]] = Field(default_factory=dict)
     humans_vs_model: bool = False
     strict: bool = False
 
@@ -73,87 +131,37 @@ class ReportSettings:
         """Distance name for a control: its setting, else ``"auto"``."""
         return self.distances.get(control, "auto")
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    def validate(self) -> "ReportSettings":
-        """Check every field as :meth:`from_mapping` does (settings built in code, or
-        changed after loading: a negative seed, overlapping annotator pools, ...).
-
-        Raises
-        ------
-        ValueError
-            The first bad field, named.
-        """
-        for f in fields(self):
-            _check(f.name, getattr(self, f.name))
-        return self
-
+    @field_validator("distances")
     @classmethod
-    def from_mapping(cls, d: Mapping[str, Any]) -> "ReportSettings":
-        """Validated settings from a mapping (TOML table, JSON object, plugin settings).
-
-        Raises
-        ------
-        ValueError
-            Wrong types or ranges, with the key named; unknown scalar keys.
-        """
-        if not isinstance(d, Mapping):
-            raise BadInput(f"settings must be a mapping, got {type(d).__name__}")
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(k for k in d if k not in known)
-        if unknown:
-            raise BadInput(f"unknown setting(s) {unknown}; known: {sorted(known)}")
-        kw = {key: _check(key, value) for key, value in d.items()}
-        return cls(**kw)
-
-
-def _check(key: str, v: Any) -> Any:
-    def bad(expected: str) -> BadInput:
-        return BadInput(f"setting {key!r} must be {expected}, got {v!r}")
-
-    if key == "distances":
-        if not isinstance(v, Mapping) or not all(isinstance(a, str) and isinstance(b, str) and b
-                                                 for a, b in v.items()):
-            raise bad("a table control name -> distance name")
+    def _known_distances(cls, v: dict[str, str]) -> dict[str, str]:
         from ls_agreement.metrics import available
 
+        if not all(v.values()):
+            raise ValueError("a distance name is empty")
         known = set(available())
         unknown = sorted({d for d in v.values() if d != "auto" and d not in known})
         if unknown:
-            raise BadInput(f"setting 'distances': unknown distance(s) {unknown}; known: auto, "
-                             f"{', '.join(sorted(known))}")
-        return dict(v)
-    if key == "groups":
+            raise ValueError(f"unknown distance(s) {unknown}; known: auto, {', '.join(sorted(known))}")
+        return v
+
+    @field_validator("groups", mode="before")
+    @classmethod
+    def _member_ids(cls, v: Any) -> Any:
+        # annotator ids compare as text: 2 and "2" are the same annotator
         if not isinstance(v, Mapping):
-            raise bad("a table group name -> list of annotator ids")
+            return v
         out = {}
         for g, members in v.items():
             if not isinstance(members, (list, tuple)) or not all(
                     isinstance(m, (str, int)) and not isinstance(m, bool) for m in members):
-                raise BadInput(f"setting 'groups.{g}' must be a list of annotator ids, got {members!r}")
-            out[str(g)] = [str(m) for m in members]
-        check_groups(out)
+                raise ValueError(f"groups.{g} must be a list of annotator ids, got {_shown(members)}")
+            out[g] = [str(m) for m in members]
         return out
-    if key in ("flag_below", "p", "flag_level", "flag_posterior"):
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-            raise bad("a number")
-        if key in ("p", "flag_level") and not 0 < v < 1:
-            raise bad("in (0, 1)")
-        if key == "flag_posterior" and not 0 < v <= 1:
-            raise bad("in (0, 1]")
-        return float(v)
-    if key in ("bootstrap", "seed"):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-            raise bad("a non-negative integer")
-        return v
-    if key == "form":
-        if v not in ("canonical", "pairwise"):
-            raise bad('"canonical" or "pairwise"')
-        return v
-    if not isinstance(v, bool):
-        raise bad("true or false")
-    return v
+
+    @model_validator(mode="after")
+    def _pools_apart(self) -> "ReportSettings":
+        check_groups(self.groups)
+        return self
 
 
 def check_groups(groups: Mapping[str, Any]) -> None:
@@ -165,7 +173,7 @@ def check_groups(groups: Mapping[str, Any]) -> None:
 
     Raises
     ------
-    ValueError
+    BadInput
         Naming the annotator and both pools.
     """
     owner: dict[str, str] = {}
@@ -174,12 +182,11 @@ def check_groups(groups: Mapping[str, Any]) -> None:
             m = str(m)
             if m in owner and owner[m] != str(g):
                 raise BadInput(f"setting 'groups': annotator {m!r} is in both {owner[m]!r} and "
-                                 f"{str(g)!r}; annotator pools must not overlap")
+                               f"{str(g)!r}; annotator pools must not overlap")
             owner[m] = str(g)
 
 
-@dataclass
-class SyncOptions:
+class SyncOptions(_Table):
     """How the sync talks to the server (not what it computes).
 
     ``workers`` caps the PATCH concurrency (the level used is measured on the server);
@@ -188,11 +195,13 @@ class SyncOptions:
     either way); ``bulk`` allows the Data Manager bulk action.
     """
 
-    workers: int = 8
-    chunk: int = 100
-    attempts: int = 4
-    backoff: float = 0.5
-    timeout: float = 60.0
+    _where: ClassVar[str] = "settings [sync].{key}"
+
+    workers: int = Field(8, ge=1)
+    chunk: int = Field(100, ge=1)
+    attempts: int = Field(4, ge=1)
+    backoff: float = Field(0.5, gt=0, allow_inf_nan=False)
+    timeout: float = Field(60.0, gt=0, allow_inf_nan=False)
     views: bool = True
     meta: bool = False
     bulk: bool = True
@@ -200,51 +209,23 @@ class SyncOptions:
     # ``route_max_overlap``, so Label Studio hands it to one more annotator; undone when
     # the task is no longer flagged (or routing is switched off).
     route_flagged: bool = False
-    route_max_overlap: int = 5
+    route_max_overlap: int = Field(5, ge=1)
     # The live service (plugin/live) rescores events against a frozen project baseline and
     # makes a new one after this many events (and at every reconcile), never per event; a
     # new baseline is computed beside the event path and republishes what it moved, once.
-    rebaseline_events: int = 1000
+    rebaseline_events: int = Field(1000, ge=1)
     # Between baselines the report files (report.json, the quality page) are rewritten at
     # most this often: on a big project writing them costs more than rescoring an event.
-    report_every: float = 30.0
-
-    @classmethod
-    def from_mapping(cls, d: Mapping[str, Any]) -> "SyncOptions":
-        known = {f.name: f.type for f in fields(cls)}
-        unknown = sorted(set(d) - set(known))
-        if unknown:
-            raise BadInput(f"settings [sync]: unknown key(s) {', '.join(unknown)}; "
-                           f"known: {', '.join(sorted(known))}")
-        out = cls()
-        for k, v in d.items():
-            default = getattr(out, k)
-            if isinstance(default, bool):
-                ok = isinstance(v, bool)
-            elif isinstance(default, int):
-                ok = isinstance(v, int) and not isinstance(v, bool) and v >= 1
-            else:
-                ok = isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
-            if not ok:
-                raise BadInput(f"settings [sync].{k}: expected a positive "
-                               f"{type(default).__name__}, got {v!r}")
-            setattr(out, k, type(default)(v))
-        return out
+    report_every: float = Field(30.0, gt=0, allow_inf_nan=False)
 
 
-@dataclass
-class PluginSettings:
+class PluginSettings(BaseModel):
     """Everything a settings file holds: report settings and sync options."""
 
-    report: ReportSettings = field(default_factory=ReportSettings)
-    sync: SyncOptions = field(default_factory=SyncOptions)
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
-
-def _report_settings(d: Mapping[str, Any]) -> ReportSettings:
-    try:
-        return ReportSettings.from_mapping(d)
-    except (TypeError, ValueError, KeyError) as exc:
-        raise BadInput(f"settings [report]: {exc}") from exc
+    report: ReportSettings = Field(default_factory=ReportSettings)
+    sync: SyncOptions = Field(default_factory=SyncOptions)
 
 
 def settings_from_mapping(d: Mapping[str, Any]) -> PluginSettings:
@@ -259,7 +240,11 @@ def settings_from_mapping(d: Mapping[str, Any]) -> PluginSettings:
     report = d if report is None else report
     if not isinstance(report, Mapping):
         raise BadInput("settings: [report] must be a table")
-    return PluginSettings(report=_report_settings(report), sync=SyncOptions.from_mapping(sync))
+    try:
+        rep = ReportSettings.from_mapping(report)
+    except BadInput as exc:
+        raise BadInput(f"settings [report]: {exc}") from None
+    return PluginSettings(report=rep, sync=SyncOptions.from_mapping(sync))
 
 
 def load_settings(path: str | Path | None) -> PluginSettings:

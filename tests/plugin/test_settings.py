@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from ls_agreement.plugin.settings import ReportSettings, load_settings
+from ls_agreement.plugin.errors import BadInput
+from ls_agreement.plugin.settings import ReportSettings, SyncOptions, load_settings
 
 
 def test_defaults_and_mapping():
@@ -23,8 +24,26 @@ def test_defaults_and_mapping():
     ({"distances": {"bbox": "boxes.gio"}}, "unknown distance"),
 ])
 def test_bad_settings_name_the_key(bad, key):
-    with pytest.raises(ValueError, match=key):
+    with pytest.raises(BadInput, match=key):
         ReportSettings.from_mapping(bad)
+
+
+def test_one_style_everywhere_file_code_and_overrides():
+    """Both tables are validated by the same rules (strict types, ranges, no unknown key),
+    whether read from a file, built in code or changed afterwards."""
+    with pytest.raises(BadInput, match=r"\[sync\]\.workers"):
+        SyncOptions.from_mapping({"workers": 0})
+    with pytest.raises(BadInput, match=r"\[sync\]\.backoff"):
+        SyncOptions.from_mapping({"backoff": "1"})          # a TOML string is not a number
+    assert SyncOptions.from_mapping({"backoff": 1}).backoff == 1.0
+    s = ReportSettings(bootstrap=3)
+    s.groups = {"a": ["1"], "b": ["2"]}
+    s.groups["b"].append("1")                              # in place: caught by validate()
+    with pytest.raises(BadInput, match="both 'a' and 'b'"):
+        s.validate()
+    with pytest.raises(ValueError):
+        ReportSettings().seed = -1                          # an assignment is checked too
+    assert ReportSettings.from_mapping(ReportSettings(seed=4).to_dict()) == ReportSettings(seed=4)
 
 
 def test_toml_flat_and_report_table(tmp_path):
