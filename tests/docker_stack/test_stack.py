@@ -62,10 +62,19 @@ def _load() -> tuple[dict[str, Any], str, str, str | None]:
 
 
 def test_worker_command_exists() -> None:
-    """The compose file runs `ls-agreement worker`; without it the command check below fails."""
-    if "worker" not in cli.COMMANDS:
-        pytest.skip("`ls-agreement worker` is not in plugin/cli.py COMMANDS yet: the worker "
-                    "service's command cannot be checked against the real parser")
+    """The compose file's `worker` service runs `ls-agreement worker` (the image's entry
+    point), and that command parses with the real parser in the service's environment,
+    its queue taken from there."""
+    compose, dockerfile, example, _ = _load()
+    entry = next(i.exec_form for i in parse_dockerfile(dockerfile) if i.keyword == "ENTRYPOINT")
+    assert entry == ["ls-agreement"]
+    assert "worker" in cli.COMMANDS
+    svc = interpolate_tree(compose, sample_env(parse_env_example(example)))["services"]["worker"]
+    argv = svc.get("command")
+    assert isinstance(argv, list) and argv[:1] == ["worker"], argv
+    ns, err = parse_cli(argv, env_of(svc))
+    assert err is None, err
+    assert ns.queue.startswith("redis://") and ns.url and ns.token
 
 
 def test_stack_is_consistent() -> None:
