@@ -7,10 +7,12 @@ traceback) or, with ``LS_AGREEMENT_TEMPLATES_SUBPROCESS=1``, as a subprocess.
 
 * every run: no traceback, no exit 1, and -- unless the config has no control but the
   Chat object -- exit 0 with a report; every control of the config is in the report with
-  status ``ok`` or ``no_variation`` (a nameless ``<Relations>`` is found by its tag; the
+  status ``ok``, or ``no_variation`` where the export's answers of that control are all the
+  same (a nameless ``<Relations>`` is found by its tag; the
   ``<Labels>`` of a ``<VideoRectangle>`` on a Video counts as measured with the
   VideoRectangle, because Label Studio writes those labels inside the VideoRectangle's
-  results, ``mergeLabelsAndResults``); a measured α is a finite number;
+  results, ``mergeLabelsAndResults``); a measured α is a finite number; no warning says
+  results were skipped (the export is Label Studio's own format);
 * ``identical``: α = 1 (to 1e-9) on every control with status ``ok`` (``no_variation`` is
   the documented status when every value is the same);
 * ``careless``: on every ``ok`` control the careless annotator has the lowest σ and the
@@ -31,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .answers import VALUE_KEY
 from .generator import Generated, Scenario
 from .labeling_config import ControlTag, ParsedConfig
 
@@ -118,6 +121,29 @@ def _merged_into(cfg: ParsedConfig, c: ControlTag) -> ControlTag | None:
     return None
 
 
+def _varies(gen: Generated, c: ControlTag) -> bool:
+    """Whether the export holds two different answers of ``c`` (its own answer for a
+    classification, even per region; the whole value -- geometry and labels -- otherwise)."""
+    seen: set[str] = set()
+    for task in gen.tasks:
+        for ann in task["annotations"]:
+            for r in ann["result"]:
+                if c.name is None:
+                    if r.get("type") != "relation":
+                        continue
+                    v: Any = {k: r.get(k) for k in ("direction", "labels")}
+                elif r.get("from_name") != c.name:
+                    continue
+                elif c.tag in VALUE_KEY:
+                    v = r["value"].get(VALUE_KEY[c.tag])
+                else:
+                    v = r["value"]
+                seen.add(json.dumps(v, sort_keys=True))
+                if len(seen) > 1:
+                    return True
+    return False
+
+
 def _finite(x: Any) -> bool:
     return isinstance(x, (int, float)) and math.isfinite(x)
 
@@ -139,6 +165,10 @@ def check_report(scenario: Scenario, gen: Generated, run: RunResult) -> list[str
             problems.append(f"no report ({run.describe()})")
         return problems
     report = run.report
+    # the export is what Label Studio writes: none of it may be dropped as unreadable
+    for w in report.get("warnings", []):
+        if "skipped" in w.lower():
+            problems.append("results skipped: " + w[:300])
     for c in cfg.controls:
         label = c.name or f"<{c.tag}>"
         hit = _find(report, c)
@@ -155,6 +185,9 @@ def check_report(scenario: Scenario, gen: Generated, run: RunResult) -> list[str
             problems.append(f"{label} ({c.tag}): status {status!r}: {entry.get('reason')}")
             continue
         if status != "ok":
+            if _varies(gen, c):
+                problems.append(f"{label} ({c.tag}): status 'no_variation' but the export's answers "
+                                f"vary: {entry.get('reason')}")
             continue
         alpha = entry.get("alpha")
         if not _finite(alpha):

@@ -144,7 +144,8 @@ def draw(fam: Family, info: ObjectInfo, rng: np.random.Generator) -> dict[str, A
         n = int(rng.integers(5, 8))
         r = rng.uniform(6, 15)
         cx, cy = rng.uniform(r + 1, 99 - r, 2)
-        ang = np.sort(rng.uniform(0, 2 * np.pi, n))
+        # angles spread round the centre: a careful redraw (jitter) keeps the polygon simple
+        ang = rng.uniform(0, 2 * np.pi) + (np.arange(n) + rng.uniform(-0.3, 0.3, n)) * 2 * np.pi / n
         rad = r * rng.uniform(0.7, 1.0, n)
         return {"pts": np.c_[cx + rad * np.cos(ang), cy + rad * np.sin(ang)].tolist(), "item": item}
     if fam == "keypoint":
