@@ -112,6 +112,8 @@ class LiveProject:
         self._next: Future[ProjectBaseline] | None = None
         self._next_touched: set[int] = set()
         self._next_events = 0
+        # a full read while a baseline is in flight: the reason of the baseline to make after it
+        self._after: str | None = None
         self._files_at = 0.0
 
     # -- the three ways a job goes ------------------------------------------------------------
@@ -193,7 +195,7 @@ class LiveProject:
     def reset(self) -> None:
         """Forget the in-memory state (the next job reads the project in full)."""
         self.mirror = self.base = self._next = None
-        self._next_touched, self._next_events = set(), 0
+        self._next_touched, self._next_events, self._after = set(), 0, None
         self.pushed, self.names, self.users = {}, {}, {}
 
     def _adopt(self) -> None:
@@ -240,20 +242,31 @@ class LiveProject:
         self.users = self.conn.users()
         self.names = {str(i): e for i, e in self.users.items() if e}
         self.pushed = {int(t["id"]): current_of(t) for t in tasks}
-        self._next = None        # a baseline of the mirror before this read is stale
-        if not first:
-            # serve events against the current baseline while the new one is made
-            assert self.base is not None
-            self._start_baseline(reason)
-            assert diff is not None
+        if first:
+            self._next, self._after = None, None   # made of another config (or none): stale
+        else:
+            assert self.base is not None and diff is not None
             # what the events missed or brought, against the current baseline; the new
             # baseline's swap then compares every task with what the read found on the server
             moved = diff.tasks | touched
+            if self._next is None:
+                # serve events against the current baseline while the new one is made
+                self._start_baseline(reason)
+            else:
+                # One is in flight, made from the mirror before this read. Dropping it would
+                # let full reads that come faster than a baseline is made (reconciles,
+                # events the mirror cannot place) starve the project of every new baseline:
+                # it goes in at its swap, with the read's tasks rescored against it, and
+                # this read's own baseline is started then.
+                self._next_touched |= moved
+                self._after = reason
             live = moved & set(self.mirror.tasks)
             apply_scores(self.base.report, score_tasks(self.base, self.mirror, live), moved - live)
             out = LiveOutcome("full", n_events=n_events, touched=sorted(moved), lost=lost)
             out.written = self._push(self._plan(moved)).written
             out.timings = {"read": t1 - t0, "push": time.perf_counter() - t1}
+            if self._after is not None and self._next is not None and self._next.done():
+                return self._swap(out)    # the kept one's wake-up may have been in this very job
             self._files()
             return out
         self.base = self._baseline(reason)
@@ -295,7 +308,12 @@ class LiveProject:
             self._next.add_done_callback(lambda _f: wake())
 
     def baseline_ready(self) -> bool:
+        """A background baseline is made and waits for its swap."""
         return self._next is not None and self._next.done()
+
+    def baseline_pending(self) -> bool:
+        """A background baseline is being made or waits for its swap."""
+        return self._next is not None
 
     def _swap(self, out: LiveOutcome | None = None) -> LiveOutcome:
         """Put a finished background baseline in place; republish what it moved."""
@@ -304,12 +322,17 @@ class LiveProject:
         if self.adopt is not None:
             self.adopt()            # the published copy of this baseline is used up too
         t0 = time.perf_counter()
-        new = fut.result()        # a failure is the job's failure; the old baseline stays
-        touched = self._next_touched
+        after, self._after = self._after, None
+        touched, n_events = self._next_touched, self._next_events
+        try:
+            new = fut.result()        # a failure is the job's failure; the old baseline stays
+        finally:
+            if after is not None:     # a full read came while it was made: its own baseline now
+                self._start_baseline(after)
         stale = {int(t) for t in new.report.tasks} | {int(t) for c in new.report.controls.values() for t in c.items}
         deleted = stale - set(self.mirror.tasks)
         apply_scores(new.report, score_tasks(new, self.mirror, touched), deleted)
-        new.events_since = self._next_events
+        new.events_since = n_events
         self.base = new
         t1 = time.perf_counter()
         pushed = self._push(self._plan(set(self.mirror.tasks) | deleted))

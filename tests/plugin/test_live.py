@@ -99,18 +99,64 @@ def test_random_events_equal_a_sync_from_scratch(
         if out.mode == "events":
             assert set(out.written) <= set(out.touched)
 
-    # a reconcile: a new baseline from a full read, no lost events, still equal
-    svc.queue.enqueue(pid, "reconcile", action="RECONCILE")
-    wait_for(lambda: runner.last[pid].mode == "full", 120, "the reconcile's read")
-    assert runner.last[pid].lost == 0
+    # a reconcile: a new baseline from a full read, no lost events, still equal. Waited for
+    # by what lasts (its job done, the baseline in place), never by a state that lasts one
+    # job: the read's outcome is replaced by the swap's as soon as the baseline is ready.
+    job = svc.queue.enqueue(pid, "reconcile", action="RECONCILE")
+    wait_for(lambda: svc.queue.get(job.id).status == "done", 120, "the reconcile's read")
+    assert svc.queue.live_stats()[pid]["lost_events"] == 0
     # its new baseline is made beside the event path, then swapped in and republished
-    wait_for(lambda: _idle(svc, pid) and runner.last[pid].mode == "rebaseline", 120, "the new baseline")
+    wait_for(lambda: _idle(svc, pid) and proj.base.reason == "reconcile" and not proj.baseline_pending(),
+             120, "the new baseline")
     final = export(ls_client, pid)
     assert _from_scratch_mismatches(svc, pid, final) == []
     health = requests.get(f"{svc.address}/health", timeout=5).json()
     assert health["live"][str(pid)]["lost_events"] == 0
     report = requests.get(f"{svc.address}/projects/{pid}/report.json", timeout=10).json()
     assert report["baseline"]["reason"] == "reconcile" and report["baseline"]["events_since"] == 0
+
+
+def test_full_reads_faster_than_baselines_do_not_starve_them(
+        ls_server: Any, ls_client: Any, annotators: list[dict], make_project: Callable,
+        tmp_path: Path) -> None:
+    """Reconciles (or events the mirror cannot place) that come while a baseline is being
+    made keep it: it goes in with the reads' tasks rescored, then the last read's own
+    baseline follows. Dropping it at every read let a project whose reads came faster than
+    its baselines keep its old baseline for ever."""
+    import threading
+
+    users = [a["id"] for a in annotators]
+    pid = make_project(CONFIG, make_tasks(users, n=8), title="live kept baseline")
+    settings = PluginSettings(report=ReportSettings(bootstrap=0), sync=SyncOptions(views=False))
+    gate, made = threading.Event(), []
+    conn = Connection(ls_server.url, ls_server.token)
+
+    def held(base: Any) -> None:           # a baseline that takes as long as the test wants
+        made.append(base.reason)
+        gate.wait(60)
+
+    with SyncState(tmp_path / "state.sqlite") as st:
+        proj = LiveProject(conn, pid, settings, st, tmp_path / "out", on_baseline=held)
+        proj.run([])                                       # start-up: baseline on the event path
+        reconcile = [StoredEvent(1, RECONCILE, None, time.time())]
+        assert proj.run(reconcile).mode == "full"          # its baseline is now in flight
+        first = proj._next
+        ids = sorted(export(ls_client, pid))
+        for k in range(3):                                  # three silent edits, three reads
+            ann = export(ls_client, pid)[ids[k]]["annotations"][0]
+            ls_client.annotations.update(id=ann["id"], result=result("Negative", 1 + k))
+            out = proj.run(reconcile)
+            assert out.mode == "full" and out.lost == 1 and proj._next is first
+        gate.set()
+        wait_for(lambda: first.done(), 60, "the first baseline")
+        out = proj.run([StoredEvent(2, "BASELINE", None, time.time())])
+        assert out.mode == "rebaseline" and proj.base is first.result()
+        assert proj.baseline_pending(), "the last read's own baseline follows"
+        wait_for(lambda: proj.baseline_ready(), 60, "the follow-up baseline")
+        assert proj.run([StoredEvent(3, "BASELINE", None, time.time())]).mode == "rebaseline"
+        assert not proj.baseline_pending() and made == ["reconcile", "reconcile"]
+        assert proj.mismatches(export(ls_client, pid).values()) == []
+    conn.close()
 
 
 def test_reconcile_counts_a_lost_event(ls_server: Any, ls_client: Any, annotators: list[dict],
