@@ -34,6 +34,7 @@ from .config import LabelingConfig, parse_config
 from .control import ControlData, candidate_distances, default_distance
 from .errors import AdapterError, BadValue, Problems, SuspectValue, show
 from .fields import MISSING
+from .offered import offered_answers, offers_answers
 from .region_links import Linked, RegionResolver
 from .tasks import select_annotations
 
@@ -108,6 +109,10 @@ def adapt(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool =
     gt: dict[str, set] = {n: set() for n in specs}
     texts: dict[str, dict] = {n: {} for n in specs if specs[n].kind == "spans"}
     text_controls = list(texts)
+    # answers read from each task's data (dynamic options, a Ranker's List): chance comes
+    # from what each task offers (offered.py, metrics' ``options`` column)
+    offering = [n for n, s in specs.items() if offers_answers(s)]
+    offers: dict[str, dict] = {n: {} for n in offering}
     keys = {n: [k for k in s.data_keys if k is not None] for n, s in specs.items()}
     all_names = list(specs)
     all_multi = [n for n in all_names if multi[n]]
@@ -166,6 +171,11 @@ def adapt(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool =
                 t = spans.object_text(specs[n], data)
                 if t is not None:
                     texts[n][tid] = t
+        for n in offering:
+            if n in applicable_set:
+                o = offered_answers(specs[n], data)
+                if o is not None:
+                    offers[n][tid] = o
         for ann in select_annotations(task, tid, problems, include_predictions):
             got: dict[str, list] = {}
             region_ids: dict = {}
@@ -235,7 +245,9 @@ def adapt(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool =
                     msg = f"{len(parts)} results for single-valued control {n!r}"
                     if strict:
                         problems.report(msg, task_id=tid, annotation_id=aid, field="result")
-                    problems.warn(f"task {tid}, annotation {aid}: {msg}; the last one counts")
+                    # what the family's build does with them (text: joined; others: the last)
+                    problems.warn(f"task {tid}, annotation {aid}: {msg}; "
+                                  f"{getattr(fam[n], 'SEVERAL', 'the last one counts')}")
                 cells[n].append((tid, who, Linked(parts, region_ids, tid, aid) if n in dependent else parts))
                 if ann.ground_truth:
                     gt[n].add((tid, who))
@@ -282,6 +294,8 @@ def adapt(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool =
             table = pd.DataFrame({"item": pd.Series([], dtype=object),
                                   "annotator": pd.Series([], dtype=object),
                                   "value": pd.Series([], dtype=object)})
+        elif offers.get(n):
+            table["options"] = pd.Series([offers[n].get(t) for t in vi], dtype=object)
         used = set(va)
         controls[n] = ControlData(
             name=n, tag=spec.tag, object_name=spec.object_name, kind=kind, table=table,
@@ -312,9 +326,13 @@ def _unplaced(res: dict, fn: Any, r: int, specs: dict, cfg: LabelingConfig, tid:
     if type(fn) is not str:
         problems.report("from_name missing or not a string", task_id=tid,
                         annotation_id=ann.annotation_id, field=f"result[{r}].from_name")
+    elif fn in cfg.objects:
+        problems.report(f"from_name {show(fn)} names the object tag {cfg.objects[fn].tag} of the labeling config, "
+                        f"not a control (result type {show(rtype)}); a result names the control that made it",
+                        task_id=tid, annotation_id=ann.annotation_id, field=f"result[{r}].from_name")
     elif rtype is not None and (type(rtype) is not str or rtype not in _KNOWN_TYPES):
-        problems.report(f"unknown result type {show(rtype)} for from_name {show(fn)} not in the config",
-                        task_id=tid, annotation_id=ann.annotation_id, field=f"result[{r}].type")
+        problems.report(f"unknown result type {show(rtype)}, from a control {show(fn)} the labeling config "
+                        "does not have", task_id=tid, annotation_id=ann.annotation_id, field=f"result[{r}].type")
     else:
         problems.report(f"from_name {show(fn)} is not a control of the labeling config",
                         task_id=tid, annotation_id=ann.annotation_id, field=f"result[{r}].from_name")

@@ -1,6 +1,8 @@
 """Classifications: Choices (single and multiple) and Taxonomy.
 
 Single choice -> the chosen string (kind ``scalars``; nominal); unanswered is *missing*.
+Nested choices (``allowNested``: each answer is a path, a list of option values) are
+joined with "/" as Taxonomy paths are.
 Multiple choice -> frozenset of strings (kind ``sets``); Taxonomy -> frozenset of paths
 joined with "/" (kind ``sets``). For the set kinds an annotation without a result is the
 empty set: "none of these" is an answer. A choice that is not in the config (e.g. removed
@@ -13,6 +15,7 @@ from typing import Any
 from .config import ControlSpec
 from .errors import BadValue, SuspectValue, show
 from .fields import MISSING
+from .offered import PATH_SEPARATOR, path_answer
 
 __all__ = ["TYPES", "MULTI", "parse", "build", "is_multi"]
 
@@ -54,12 +57,10 @@ def parse(result: dict, value: dict, spec: ControlSpec, data: Any) -> Any:
     """
     if spec.lower == "taxonomy":
         return _taxonomy(value, spec)
-    ch = value.get("choices")
-    if type(ch) is not list:
+    raw = value.get("choices")
+    if type(raw) is not list:
         raise BadValue("value.choices", "missing or not a list of strings")
-    for k, s in enumerate(ch):
-        if type(s) is not str:
-            raise BadValue(f"value.choices[{k}]", f"expected a string, got {type(s).__name__}")
+    ch = [_choice(s, k) for k, s in enumerate(raw)]
     known = spec.known if spec.closed else None
     if spec.multiple:
         val: Any = frozenset(ch)
@@ -69,9 +70,23 @@ def parse(result: dict, value: dict, spec: ControlSpec, data: Any) -> Any:
             raise BadValue("value.choices", f"a single-choice control needs exactly one choice, got {len(ch)}")
         val = ch[0]
         unknown = [val] if known is not None and val not in known else []
+    if unknown and all(PATH_SEPARATOR in u and all(p in known for p in u.split(PATH_SEPARATOR))
+                       for u in unknown):
+        unknown = []   # nested Choice tags of the config: every level of each path is declared
     if unknown:
         raise SuspectValue("value.choices", f"choice(s) {show(unknown)} not in the config", val)
     return val
+
+
+def _choice(s: Any, k: int) -> str:
+    """One chosen answer: a string, or — nested choices (``allowNested``) — the path from the
+    topmost option down to the chosen one, joined as Taxonomy paths are."""
+    if type(s) is str:
+        return s
+    if type(s) is list and s and all(type(p) is str for p in s):
+        return path_answer(s)
+    raise BadValue(f"value.choices[{k}]", "expected a string, or a path (a non-empty list of strings) for "
+                   f"nested choices, got {type(s).__name__} {show(s)}")
 
 
 def build(parts: list, spec: ControlSpec, state: Any = None) -> Any:

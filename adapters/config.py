@@ -13,7 +13,7 @@ import math
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from .errors import MAX_WARNINGS, AdapterError
+from .errors import MAX_WARNINGS, AdapterError, Unmeasured
 from .specs import ControlSpec, LabelingConfig, ObjectSpec
 
 __all__ = ["ControlSpec", "ObjectSpec", "LabelingConfig", "parse_config",
@@ -21,7 +21,7 @@ __all__ = ["ControlSpec", "ObjectSpec", "LabelingConfig", "parse_config",
 
 # lower-case tag -> family module that adapts its results
 SUPPORTED_CONTROLS: dict[str, str] = {
-    "rectanglelabels": "regions", "rectangle": "regions",
+    "rectanglelabels": "regions", "rectangle": "regions", "ocrlabels": "regions",
     "polygonlabels": "regions", "polygon": "regions",
     "keypointlabels": "regions", "keypoint": "regions",
     "labels": "labels", "hypertextlabels": "spans",
@@ -32,10 +32,10 @@ SUPPORTED_CONTROLS: dict[str, str] = {
     "pairwise": "pairwise",
     "videorectangle": "tracks",
     "timelinelabels": "intervals", "timeserieslabels": "intervals", "paragraphlabels": "intervals",
+    "relations": "relations",
     "brushlabels": "masks", "brush": "masks", "magicwand": "masks",
     "bitmasklabels": "masks", "bitmask": "masks",
     "ellipselabels": "shapes", "ellipse": "shapes", "vectorlabels": "shapes", "vector": "shapes",
-    "relations": "relations",
 }
 # Real Label Studio controls this plugin does not measure (yet): skipped with a warning.
 UNSUPPORTED_CONTROLS = {
@@ -215,6 +215,7 @@ def parse_config(xml: str, *, strict: bool = False) -> LabelingConfig:
         raise _bad(f"not well-formed XML ({exc})") from None
     objects: dict[str, ObjectSpec] = {}
     raw_controls: list[ET.Element] = []
+    conversations: list[str] = []
     warnings: list[str] = []
 
     dropped = 0
@@ -234,13 +235,17 @@ def parse_config(xml: str, *, strict: bool = False) -> LabelingConfig:
         low = node.tag.lower()
         if low in _LAYOUT:
             continue
-        if node.get("toName") is not None or low in SUPPORTED_CONTROLS or low in UNSUPPORTED_CONTROLS:
+        # <Image valueList="$pages">: one image per page (multi-page documents)
+        shown = node.get("value") if node.get("value") is not None else node.get("valueList")
+        if low in _CONVERSATION_OBJECTS and node.get("name") and shown is not None:
+            # Chat shows task data and collects the messages annotators write (toName may
+            # name itself): an object, whose own messages are not answers (one warning)
+            _add_object(objects, node, shown)
+            conversations.append(node.get("name", ""))
+        elif node.get("toName") is not None or low in SUPPORTED_CONTROLS or low in UNSUPPORTED_CONTROLS:
             raw_controls.append(node)
-        elif node.get("name") is not None and node.get("value") is not None:
-            name = node.get("name", "")
-            if name in objects:
-                raise _bad(f"two object tags named {name!r}", f"config.{node.tag}[name={name}]")
-            objects[name] = ObjectSpec(name=name, tag=node.tag, value=node.get("value", ""))
+        elif node.get("name") is not None and shown is not None:
+            _add_object(objects, node, shown)
 
     controls: dict[str, ControlSpec] = {}
     skipped: set[str] = set()
@@ -274,13 +279,19 @@ def parse_config(xml: str, *, strict: bool = False) -> LabelingConfig:
             warnings.append(msg + "; skipped")
             skipped.add(name)
             continue
-        to_attr = node.get("toName")
-        if not to_attr:
-            raise _bad(f"{node.tag} {name!r} has no toName", where)
+        to_attr = node.get("toName") or ""
         to_name = [t.strip() for t in to_attr.split(",") if t.strip()]
-        missing = [t for t in to_name if t not in objects]
-        if missing or not to_name:
-            raise _bad(f"{node.tag} {name!r} points to unknown object(s) {missing or [to_attr]}", where)
+        if node.get("toName") is not None and not to_name:
+            # an empty toName names no tag: Label Studio's validator refuses it too
+            raise _bad(f"{node.tag} {name!r} has no toName (toName={to_attr!r} names no tag)", where)
+        try:
+            to_name = _bound_objects(node, name, to_name, objects, root, where)
+        except _Skip as exc:
+            if strict:
+                raise _bad(exc.message, exc.where) from None
+            warnings.append(f"{exc.where}: {exc.message}; control {name!r} skipped")
+            skipped.add(name)
+            continue
         if name in objects:
             problem(f"control {name!r} has the name of an object tag (names must be unique)",
                     where, "kept")
@@ -298,17 +309,77 @@ def parse_config(xml: str, *, strict: bool = False) -> LabelingConfig:
             skipped.add(name)
             continue
         if spec is None:
-            warnings.append(f"control {name!r} ({node.tag} on {to_attr}) is not supported; skipped")
+            warnings.append(f"control {name!r} ({node.tag} on {to_attr or 'no object'}) is not supported; skipped")
             skipped.add(name)
             continue
         _per_region(node, spec)
         controls[name] = spec
+    for chat in conversations:
+        skipped.add(chat)
+        warnings.append(f"Chat {chat!r} is not measured itself: its 'chatmessage' results are the messages of "
+                        "the conversation (written by each annotator when it is editable, else read from the task "
+                        "data), not answers to compare across annotators; the controls on it (per conversation "
+                        "or per message) are measured")
     if dropped:
         warnings.append(f"... and {dropped} more config warnings")
     if not controls:
-        why = "; ".join(w for w in warnings if "skipped" in w)[:600]
-        raise _bad("no supported control tag" + (f" ({why})" if why else ""))
+        # a config Label Studio accepts, with nothing this plugin measures, is not invalid
+        why = "; ".join(w for w in warnings if "skipped" in w or "not measured" in w)[:600]
+        raise Unmeasured("no measurable control in the labeling config" + (f" ({why})" if why else ""),
+                         field="config")
     return LabelingConfig(controls=controls, objects=objects, warnings=warnings, skipped=skipped)
+
+
+# object tags that also collect what annotators write (Chat, Label Studio Enterprise)
+_CONVERSATION_OBJECTS = {"chat"}
+# control families answered once per task, whatever object they are shown beside: measured
+# even when they name no object tag
+_OBJECTLESS_FAMILIES = {"choices", "scalars", "text"}
+
+
+def _add_object(objects: dict[str, ObjectSpec], node: ET.Element, shown: str) -> None:
+    name = node.get("name", "")
+    if name in objects:
+        raise _bad(f"two object tags named {name!r}", f"config.{node.tag}[name={name}]")
+    objects[name] = ObjectSpec(name=name, tag=node.tag, value=shown)
+
+
+def _bound_objects(node: ET.Element, name: str, to_name: list[str], objects: dict[str, ObjectSpec],
+                   root: ET.Element, where: str) -> list[str]:
+    """The object tags a control labels, as Label Studio binds them.
+
+    A control without ``toName`` is bound to the only object tag when there is exactly one
+    (the editor's ``Tree.extractNames``); with several, a per-task classification (Choices,
+    Rating, TextArea, ...) is still measured, bound to none. A ``toName`` naming another
+    control (Choices labelling a Choices) is valid for Label Studio but leaves nothing this
+    plugin can tie the answers to: skipped. A name no tag has is refused, as Label Studio's
+    validator refuses it.
+
+    Raises
+    ------
+    AdapterError
+        ``toName`` names no tag of the config.
+    _Skip
+        No object to bind and the control needs one; ``toName`` names a control tag.
+    """
+    low = node.tag.lower()
+    if not to_name:
+        if len(objects) == 1:
+            return list(objects)
+        if SUPPORTED_CONTROLS.get(low) in _OBJECTLESS_FAMILIES:
+            return []
+        raise _Skip(f"{node.tag} {name!r} has no toName and the config has {len(objects)} object tags, "
+                    "so the object it draws on is unknown", f"{where}.toName")
+    missing = [t for t in to_name if t not in objects]
+    if missing:
+        names = {n.get("name") for n in root.iter() if isinstance(n.tag, str) and n.get("name")}
+        unknown = [t for t in missing if t not in names]
+        if unknown:
+            raise _bad(f"{node.tag} {name!r} points to unknown object(s) {unknown}: no tag of the config "
+                       "has that name", where)
+        raise _Skip(f"{node.tag} {name!r} labels {missing}, which are control tags, not objects showing "
+                    "task data", f"{where}.toName")
+    return to_name
 
 
 def _relations_spec(node: ET.Element, root: ET.Element, where: str, problem) -> ControlSpec:
@@ -350,6 +421,9 @@ def _image_region_of(obj: str, root: ET.Element) -> str | None:
         low = node.tag.lower()
         if (low in _REGION_KIND or low in _IMAGE_TOOLS) and obj in (node.get("toName") or "").split(","):
             found.append(low)
+    if "polygon" in found and "rectangle" in found:
+        # both tools label through it (the OCR template): rectangles are compared as polygons
+        return "polygon"
     return found[0] if found else None
 
 
@@ -412,7 +486,7 @@ def _make_spec(node: ET.Element, name: str, to_name: list[str], object_tags: lis
     low = node.tag.lower()
     family = SUPPORTED_CONTROLS[low]
     attrs = dict(node.attrib)
-    obj_low = object_tags[0].lower()
+    obj_low = object_tags[0].lower() if object_tags else ""
     for t in to_name:
         if objects[t].data_key == "":
             raise _Skip(f"object {t!r} reads the empty data key '$'", f"config.{objects[t].tag}[name={t}].value")
@@ -431,10 +505,15 @@ def _make_spec(node: ET.Element, name: str, to_name: list[str], object_tags: lis
         spec.known = frozenset(known)
         return labels
 
-    if family in ("regions", "masks", "shapes") and obj_low != "image":
+    if family in ("regions", "masks", "shapes") and obj_low != "image" and not (low == "ocrlabels" and obj_low == "pdf"):
         raise _Skip(f"{node.tag} needs an Image object, but {to_name[0]!r} is a {object_tags[0]}",
                     f"{where}.toName")
-    if family == "regions":
+    if low == "ocrlabels":
+        # labelled boxes on the pages of a PDF (or an image); their ``ocrtext`` is the text
+        # under the box, so the box and its labels say it all
+        spec.region, spec.kind = "rectangle", "boxes"
+        spec.labels = closed_set("label", "labels")
+    elif family == "regions":
         region = low.replace("labels", "")
         spec.region, spec.kind = region, _REGION_KIND[region]
         spec.labels = closed_set("label", "labels") if low.endswith("labels") else None
@@ -507,8 +586,9 @@ def _make_spec(node: ET.Element, name: str, to_name: list[str], object_tags: lis
             except ValueError:
                 top = -1
             if top < 1:
-                raise _bad(f"Rating {name!r} has maxRating {raw[:40]!r}; expected a positive integer",
-                           f"config.Rating[name={name}].maxRating")
+                # Label Studio's validator accepts it, and its editor then shows no scale
+                raise _Skip(f"Rating {name!r} has maxRating {raw[:40]!r}; expected a positive integer",
+                            f"config.Rating[name={name}].maxRating")
             spec.scale = (1, top)   # checks use the range: maxRating may be 10^8
             # the answers are listed only for a scale a person could use
             spec.labels = [str(k) for k in range(1, top + 1)] if top <= _LISTED_SCALE else None

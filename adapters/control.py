@@ -2,7 +2,10 @@
 
 Contract (``docs/report.md``): one :class:`ControlData` per control tag, table
 columns ``item`` (task id), ``annotator`` (str: user id, or ``model:<version>`` for
-predictions) and ``value`` (common model value, ``ls_agreement.metrics.model``).
+predictions) and ``value`` (common model value, ``ls_agreement.metrics.model``); a control
+whose answers come from each task's data (options loaded per task, a Ranker's List) adds
+``options``: the answers the row's task offers (``adapters/offered.py``), from which the
+metrics take chance (docs/formulas.md §1).
 """
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ from typing import Any
 # defined by the metrics (they depend on nothing); every layer raises and catches these
 from ls_agreement.metrics.errors import AgreementError, BadInput
 
-__all__ = ["AgreementError", "BadInput", "AdapterError", "Problems", "BadValue", "SuspectValue",
+__all__ = ["AgreementError", "BadInput", "AdapterError", "Unmeasured", "Problems", "BadValue", "SuspectValue",
            "MAX_WARNINGS", "show"]
 
 # Past this many detailed warnings per collector only a count is kept: a broken
@@ -74,6 +74,11 @@ class AdapterError(BadInput):
         self.reason = message
         where = _where(task_id, annotation_id, field)
         super().__init__(f"{where}: {message}" if where else message)
+
+
+class Unmeasured(AdapterError):
+    """A labeling config Label Studio accepts in which nothing is measured (every control
+    is unsupported or collects no comparable answer): a clear refusal, not "invalid"."""
 
 
 class BadValue(Exception):

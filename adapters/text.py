@@ -17,6 +17,8 @@ __all__ = ["TYPES", "MULTI", "parse", "build"]
 
 TYPES = {"textarea"}
 MULTI = False
+#: What several results of one annotation become (the adapter's warning says it): see build
+SEVERAL = "their texts are joined, one per line, in result order"
 
 
 def parse(result: dict, value: dict, spec: ControlSpec, data: Any) -> str:

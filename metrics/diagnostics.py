@@ -14,6 +14,7 @@ Codes
 ``expected_multimodal``     chance distances in several clusters: one d* summarises poorly
 ``unpairable_items``        items with a single value were skipped
 ``sampled_expected``        chance distances from a seeded sample of between-item pairs
+``chance_from_options``     items offer their own answers: chance within strata (``strata``, ``unpaired``)
 ``interval_undefined``      no bootstrap replicate defined an interval (``measure``)
 ``interval_flat``           every replicate gave one value (``measure``, ``value``)
 ``interval_misses``         the interval did not contain its estimate (``measure``, ``low``, ``high``, ``estimate``)
@@ -39,6 +40,9 @@ MESSAGES: dict[str, str] = {
                            "summarises them poorly",
     "unpairable_items": "{count} item(s) with a single value were skipped (not pairable)",
     "sampled_expected": "expected distances from a seeded sample of {pairs} between-item pairs",
+    "chance_from_options": "chance from the answers each item offers: options matched by their position in "
+                           "the item's list, chance pairs within {strata} group(s) of items offering as many "
+                           "answers ({unpaired} group(s) of a single item have none)",
     "interval_undefined": "no interval for {measure}: no bootstrap replicate defined it",
     "interval_flat": "no interval for {measure}: every bootstrap replicate gave {value:.4g}, so the "
                      "resampling shows no uncertainty (too few items, or no variation)",

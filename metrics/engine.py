@@ -444,4 +444,7 @@ def _diagnostics(cells: ObservedCells, ex: Expected, ct: CodedTable) -> list[Dia
         notes.append(Diagnostic("unpairable_items", count=ct.n_unpairable))
     if not ex.exact_distribution:
         notes.append(Diagnostic("sampled_expected", pairs=ex.n_pairs))
+    if ct.options is not None:
+        notes.append(Diagnostic("chance_from_options", strata=ct.options.n_strata,
+                                unpaired=ex.strata.unpaired if ex.strata is not None else 0))
     return notes

@@ -22,6 +22,10 @@ ADVICE: dict[str, str] = {
     "unpairable_items": "Tasks annotated by one person cannot be compared and do not count.",
     "sampled_expected": "The chance baseline comes from a random sample of between-task pairs (seeded): repeat "
                         "with another seed to see the sampling spread.",
+    "chance_from_options": "Each task offers answers of its own (options read from task data), so chance "
+                           "agreement comes from what each task offers: options are matched by their place in "
+                           "the task's list, between tasks offering as many. Answers chosen at random score "
+                           "α ≈ 0.",
     "interval_undefined": "Too few tasks for the bootstrap to say anything; annotate more tasks twice or more.",
     "interval_flat": "Every resample gave the same value: with so few tasks the spread cannot be estimated.",
     "interval_misses": "The resampling distribution is too skewed for an honest interval here; trust the point "

@@ -59,8 +59,7 @@ def test_unsupported_and_unknown_tags():
 @pytest.mark.parametrize("xml, fragment", [
     ("", "empty"), ("<View>", "not well-formed"),
     ("<View><Choices name='c' toName='t'/></View>", "unknown object"),
-    ("<View><Text name='t' value='$t'/></View>", "no supported control"),
-    ("<View><Text name='t' value='$t'/><Rating name='r' toName='t' maxRating='many'/></View>", "maxRating"),
+    ("<View><Text name='t' value='$t'/></View>", "no measurable control"),
     ("<View><Text name='t' value='$t'/><Text name='t' value='$u'/><TextArea name='a' toName='t'/></View>",
      "two object tags"),
 ])

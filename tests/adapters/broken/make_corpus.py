@@ -92,7 +92,7 @@ CASES = [
      "is not a control of the labeling config", {"field": F + ".from_name"}),
     ("from_name_missing", [task([{"type": "choices", "value": {"choices": ["Positive"]}}])],
      "from_name missing", {"field": F + ".from_name"}),
-    ("unknown_result_type", [task([res("brushy", "brushlabels", {"rle": [1, 2]})])],
+    ("unknown_result_type", [task([res("brushy", "sparklelabels", {"rle": [1, 2]})])],
      "unknown result type", {"field": F + ".type"}),
     ("type_mismatch", [task([res("bbox", "choices", {"choices": ["Cat"]}, to_name="image")])],
      "does not fit control", {"field": F + ".type"}),
@@ -179,7 +179,7 @@ CONFIG_CASES = [
      "unknown object"),
     ("config_duplicate_control", "<View><Text name='t' value='$t'/><TextArea name='c' toName='t'/>"
      "<TextArea name='c' toName='t'/></View>", "two control tags"),
-    ("config_no_controls", "<View><Text name='t' value='$t'/></View>", "no supported control tag"),
+    ("config_no_controls", "<View><Text name='t' value='$t'/></View>", "no measurable control"),
     ("config_unknown_tag", "<View><Text name='t' value='$t'/><Sparkles name='s' toName='t'/>"
      "<TextArea name='c' toName='t'/></View>", "unknown control tag"),
     ("config_without_name", "<View><Text name='t' value='$t'/><TextArea toName='t'/></View>",
@@ -668,11 +668,16 @@ def generated_config_cases() -> list:
         ("config_json", '{"label_config": "<View/>"}', "not well-formed XML", raise_),
         ("config_duplicate_object", wrap('<Text name="t" value="$other"/>'), "two object tags", raise_),
         ("config_to_name_empty", wrap('<Rating name="r" toName=""/>'), "has no toName", raise_),
-        ("config_to_name_is_control", wrap('<Rating name="r" toName="note"/>'), "unknown object", raise_),
-        ("config_max_rating_float", wrap('<Rating name="r" toName="t" maxRating="1e8"/>'), "maxRating", raise_),
+        # Label Studio's validator accepts these (a toName naming a control, any maxRating):
+        # the control is skipped with a warning, refused in strict mode
+        ("config_to_name_is_control", wrap('<Rating name="r" toName="note"/>'), "control tags, not objects",
+         warn("config.Rating[name=r].toName")),
+        ("config_max_rating_float", wrap('<Rating name="r" toName="t" maxRating="1e8"/>'), "maxRating",
+         warn("config.Rating[name=r].maxRating")),
         ("config_max_rating_400_digits", wrap(f'<Rating name="r" toName="t" maxRating="{"9" * 400}"/>'),
-         "maxRating", raise_),
-        ("config_max_rating_zero", wrap('<Rating name="r" toName="t" maxRating="0"/>'), "maxRating", raise_),
+         "maxRating", warn("config.Rating[name=r].maxRating")),
+        ("config_max_rating_zero", wrap('<Rating name="r" toName="t" maxRating="0"/>'), "maxRating",
+         warn("config.Rating[name=r].maxRating")),
         ("config_pairwise_one_object", wrap('<Pairwise name="p" toName="t"/>'), "exactly two objects",
          warn("config.Pairwise[name=p].toName")),
         ("config_pairwise_three_objects", wrap('<Pairwise name="p" toName="t,t2,img"/>'), "exactly two objects",
