@@ -23,7 +23,7 @@ from ls_agreement.metrics.model import Attributed
 from . import choices, scalars, text
 from .config import ControlSpec
 from .errors import BadValue, SuspectValue, show
-from .region_links import Linked, RegionResolver, canonical_order
+from .region_links import Linked, RegionResolver, canonical_order, sort_key
 
 __all__ = ["TYPES", "MULTI", "ANSWER_FAMILIES", "parse", "build", "attribute_distances",
            "default_attribute_distance", "fitting_attribute_distances"]
@@ -68,7 +68,7 @@ def build(linked: Linked, spec: ControlSpec, resolver: RegionResolver) -> tuple:
         region = resolver.region(linked, rid, "region id")
         if region is not None:
             out.append(Attributed(region, answer))
-    return canonical_order(out, key=lambda x: (type(x.region).__name__, repr(x.region), repr(x.value)))
+    return canonical_order(out, key=lambda x: (sort_key(x.region), repr(x.value)))
 
 
 def attribute_distances(spec: ControlSpec) -> list[str]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-__all__ = ["Linked", "RegionResolver", "canonical_order"]
+__all__ = ["Linked", "RegionResolver", "canonical_order", "sort_key"]
 
 _EXAMPLES = 3
 
@@ -33,7 +33,9 @@ class Linked:
     regions : dict — region id -> (region control name, that control's parsed results in
         this annotation, the position of the region's result among them). The list, not the
         result: a control's plan may replace its results in place (time-series dates
-        shifted to the task's origin), and the region must be the one it measures.
+        shifted to the task's origin), and the region must be the one it measures. Once
+        resolved, the entry also holds the built region(s), shared by every control that
+        points at it.
     task_id, annotation_id : where the results come from (for warnings)
     """
 
@@ -54,7 +56,6 @@ class RegionResolver:
 
     def __init__(self, build: Callable[[str, list], tuple]) -> None:
         self._build = build
-        self._cache: dict[tuple[str, int], Any] = {}
         self.missing = 0
         self.examples: list[str] = []
         self.duplicates = 0   # answers to a region that already had one (the last counts)
@@ -69,14 +70,15 @@ class RegionResolver:
                 self.examples.append(f"task {linked.task_id}, annotation {linked.annotation_id}: "
                                      f"{what} {region_id!r}")
             return None
-        control, parts, index = hit
-        key = (control, id(parts), index)
-        if key not in self._cache:
-            built = self._build(control, [parts[index]])
-            if len(built) > 1:   # a timeline region with several ranges
-                self.pieces += 1
-            self._cache[key] = built[0] if built else None
-        return self._cache[key]
+        if len(hit) == 3:
+            # built once per annotation for every control that points at it: memoized in the
+            # annotation's own id map, which those controls share
+            control, parts, index = hit
+            hit = linked.regions[region_id] = (control, parts, index, self._build(control, [parts[index]]))
+        built = hit[3]
+        if len(built) > 1:   # a timeline region with several ranges
+            self.pieces += 1
+        return built[0] if built else None
 
     def warnings(self, control: str) -> list[str]:
         """A warning for the ids that named no region, and one for repeated answers, if any."""
@@ -96,4 +98,15 @@ class RegionResolver:
 def canonical_order(items: list, key: Callable[[Any], Any]) -> tuple:
     """``items`` sorted by a key that does not depend on drawing order, as a tuple: equal
     answers drawn in another order become equal values."""
-    return tuple(sorted(items, key=key))
+    return tuple(sorted(items, key=key)) if len(items) > 1 else tuple(items)
+
+
+def sort_key(obj: Any) -> tuple:
+    """An order on model objects (regions, answers) of any type: the type's name, then its
+    fields, numbers as they are and anything else by its repr (None and a label never meet
+    in a comparison)."""
+    fields = getattr(obj, "__slots__", None)
+    if not fields:
+        return (type(obj).__name__, (repr(obj),))
+    values = (getattr(obj, f) for f in fields)
+    return (type(obj).__name__, tuple(v if type(v) in (int, float) else repr(v) for v in values))

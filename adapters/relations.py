@@ -31,7 +31,7 @@ from ls_agreement.metrics.model import Relation
 from .config import ControlSpec
 from .errors import BadValue, SuspectValue, show
 from .fields import undeclared
-from .region_links import Linked, RegionResolver, canonical_order
+from .region_links import Linked, RegionResolver, canonical_order, sort_key
 
 __all__ = ["TYPES", "MULTI", "DIRECTIONS", "WHOLE_RESULT", "parse", "build"]
 
@@ -91,5 +91,5 @@ def build(linked: Linked, spec: ControlSpec, resolver: RegionResolver) -> tuple:
             a, b = b, a
         for label in labels or (None,):
             out.add(Relation(a, b, label, direction != "bi"))
-    return canonical_order(list(out), key=lambda r: (repr(r.source), repr(r.target), repr(r.label),
+    return canonical_order(list(out), key=lambda r: (sort_key(r.source), sort_key(r.target), repr(r.label),
                                                      r.directed))

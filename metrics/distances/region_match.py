@@ -11,9 +11,11 @@ two regions, label-agnostic (the region's label is the region control's business
 - ``Keypoint``–``Keypoint``: COCO's keypoint similarity ks (:mod:`.keypoints`);
 - ``Span``–``Span``: IoU of the half-open ranges ``[start, end)``; two zero-length spans
   score 1 at the same offset, else 0;
-- the region types other modules define (time/audio intervals, masks, ellipses, curves,
-  video tracks) through those modules' ``*_similarity_matrix`` functions, loaded on first
-  use (:data:`EXTERNAL`);
+- the region types other modules define, with those modules' own similarity, loaded on
+  first use (:data:`PACKERS`): ``Interval`` (1-d IoU, instants by their gap, :mod:`.intervals`),
+  ``Ellipse`` (IoU, :mod:`.ellipses`), ``Curve`` (chamfer closeness, :mod:`.curves`), ``Track``
+  (mean IoU over the frames of either, :mod:`.tracks`) vectorized over all pairs, ``Mask``
+  (pixel IoU) by :func:`~.masks.mask_similarity_matrix` once per value pair;
 - regions of two different types (a span and a box): 0. A type no module compares
   falls back to equality (1 for equal regions, else 0), with a warning.
 
@@ -32,17 +34,13 @@ import numpy as np
 from ..model import Box, Keypoint, Polygon, Span
 from .multi_object import PackedObjects
 
-__all__ = ["similarity_matrix", "pair_similarities", "RegionIndex", "EXTERNAL", "match", "matched_pairs"]
+__all__ = ["similarity_matrix", "pair_similarities", "RegionIndex", "PACKERS", "EXTERNAL", "match", "matched_pairs"]
 
 #: Region type name -> (module of ``ls_agreement.metrics.distances``, function
-#: ``f(a, b) -> ndarray (len(a), len(b))``). Imported lazily: a module not there is skipped
-#: (its type then falls back to equality).
+#: ``f(a, b) -> ndarray (len(a), len(b))``): the types compared one value pair at a time.
+#: Imported lazily: a module not there is skipped (its type then falls back to equality).
 EXTERNAL: dict[str, tuple[str, str]] = {
-    "Interval": ("intervals", "interval_similarity_matrix"),
     "Mask": ("masks", "mask_similarity_matrix"),
-    "Ellipse": ("ellipses", "ellipse_similarity_matrix"),
-    "Curve": ("curves", "curve_similarity_matrix"),
-    "Track": ("tracks", "track_similarity_matrix"),
 }
 
 _warned: set[str] = set()
@@ -137,14 +135,15 @@ class RegionIndex:
         return np.clip(out, 0.0, 1.0, out=out)
 
     def _same_type(self, name: str, k: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        builtin = _BUILTIN.get(name)
-        if builtin is not None:
-            if name not in self._cache:
-                self._cache[name] = builtin(self.objects, self.code == k, self.value_of)
-            dist, packed, local = self._cache[name]
-            if dist is None:   # spans: an (n_objects, 2) array of [start, end)
-                return _span_iou(packed, a, b)
-            return dist.similarity(packed, local[a], local[b])
+        if name not in self._cache:
+            packer = PACKERS.get(name)
+            try:
+                self._cache[name] = packer(self.objects, self.code == k, self.value_of) if packer else None
+            except ImportError:   # the type's module is not there
+                self._cache[name] = None
+        sim = self._cache[name]
+        if sim is not None:
+            return sim(a, b)
         func = _external(name)
         if func is None:
             if name not in _warned:
@@ -218,23 +217,32 @@ def _external(name: str) -> Callable | None:
     return getattr(module, where[1], None)
 
 
-def _packer(module: str, cls: str, **kw: Any) -> Callable[..., tuple]:
-    """Packs one built-in region type for its module's distance (labels ignored)."""
+def _multi_object(module: str, cls: str, **kw: Any) -> Callable[..., Callable]:
+    """Packs the objects of one region type for its module's set distance, labels ignored,
+    and returns its object-pair similarity on global indices."""
 
-    def pack(objects: Sequence[Any], mask: np.ndarray, value_of: np.ndarray) -> tuple:
+    def pack(objects: Sequence[Any], mask: np.ndarray, value_of: np.ndarray) -> Callable:
         dist = getattr(importlib.import_module(f"{__package__}.{module}"), cls)(labels="ignore", **kw)
         packed, local = _packed(objects, mask, value_of)
         dist.pack(packed)
-        return dist, packed, local
+        return lambda a, b: dist.similarity(packed, local[a], local[b])
 
     return pack
 
 
-def _pack_spans(objects: Sequence[Any], mask: np.ndarray, value_of: np.ndarray) -> tuple:
+def _pack_tracks(objects: Sequence[Any], mask: np.ndarray, value_of: np.ndarray) -> Callable:
+    tracks = importlib.import_module(f"{__package__}.tracks")
+    packed, local = _packed(objects, mask, value_of)
+    values = [tuple(packed.objects[s: s + c]) for s, c in zip(packed.starts.tolist(), packed.counts.tolist())]
+    p = tracks.pack_tracks(values, "region matching")
+    return lambda a, b: tracks.track_pair_similarity(p, local[a], local[b])
+
+
+def _pack_spans(objects: Sequence[Any], mask: np.ndarray, value_of: np.ndarray) -> Callable:
     se = np.zeros((len(objects), 2), dtype=np.float64)
     idx = np.flatnonzero(mask)
     se[idx] = [(objects[k].start, objects[k].end) for k in idx]
-    return None, se, None
+    return lambda a, b: _span_iou(se, a, b)
 
 
 def _span_iou(se: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -246,13 +254,21 @@ def _span_iou(se: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
                     ((sa == sb) & (ea == eb)).astype(np.float64))
 
 
-_BUILTIN: dict[str, Callable[..., tuple]] = {
-    "Box": _packer("boxes", "BoxDistance", variant="iou"),
-    "Polygon": _packer("polygons", "PolygonDistance"),
-    "Keypoint": _packer("keypoints", "KeypointDistance"),
+#: Region type name -> packer ``(objects, mask, value_of) -> sim(a, b)``: the types whose
+#: object pairs are compared in one vectorized call. An ``Interval``'s tolerance τ for
+#: instants is its module's, derived from the regions of the whole batch (as
+#: ``intervals.overlap`` derives it from the control's regions).
+PACKERS: dict[str, Callable[..., Callable]] = {
+    "Box": _multi_object("boxes", "BoxDistance", variant="iou"),
+    "Polygon": _multi_object("polygons", "PolygonDistance"),
+    "Keypoint": _multi_object("keypoints", "KeypointDistance"),
     "Span": _pack_spans,
+    "Interval": _multi_object("intervals", "IntervalDistance"),
+    "Ellipse": _multi_object("ellipses", "EllipseDistance"),
+    "Curve": _multi_object("curves", "CurveDistance"),
+    "Track": _pack_tracks,
 }
-assert set(_BUILTIN) == {t.__name__ for t in (Box, Polygon, Keypoint, Span)}
+assert {t.__name__ for t in (Box, Polygon, Keypoint, Span)} <= set(PACKERS)
 
 
 def match(sim: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
