@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
-import requests
+import httpx
 
 if TYPE_CHECKING:
     from .local_postgres import LocalPostgres
@@ -108,7 +108,9 @@ def enable_legacy_tokens(db_path: Path) -> None:
         cols = {row[1] for row in con.execute("PRAGMA table_info(jwt_auth_jwtsettings)")}
         if "legacy_api_tokens_enabled" not in cols:
             return
-        orgs = [row[0] for row in con.execute("SELECT id FROM organizations_organization")]
+        tables = {row[0] for row in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        org_table = "organization" if "organization" in tables else "organizations_organization"
+        orgs = [row[0] for row in con.execute(f"SELECT id FROM {org_table}")]
         for org in orgs:
             if con.execute("UPDATE jwt_auth_jwtsettings SET legacy_api_tokens_enabled = 1 "
                            "WHERE organization_id = ?", (org,)).rowcount:
@@ -444,10 +446,10 @@ class LocalLabelStudio(LocalAccounts):
                     url = m.group(1).replace("0.0.0.0", "127.0.0.1")
             if url:
                 try:
-                    r = requests.get(f"{url}/health", timeout=2)
-                    if r.ok and r.json().get("status") == "UP":
+                    r = httpx.get(f"{url}/health", timeout=2)
+                    if r.is_success and r.json().get("status") == "UP":
                         return url
-                except (requests.RequestException, ValueError):
+                except (httpx.HTTPError, ValueError):
                     pass
             time.sleep(0.5)
         raise LabelStudioError(f"Label Studio did not become healthy within {timeout:.0f} s; "

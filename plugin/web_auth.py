@@ -7,8 +7,10 @@ Rules (README "Against a server"):
 * otherwise a token is required, given as ``Authorization: Bearer <token>`` (or ``Token
   <token>``, Label Studio's own scheme) or as ``?token=<token>``. It is accepted when it
   equals ``--api-token`` (constant-time comparison) or when Label Studio accepts it as a
-  user's API token (``GET /api/current-user/whoami``; a personal access token is first
-  exchanged at ``/api/token/refresh``). Label Studio's answers are cached for a minute so
+  user's API token: ``whoami`` through :class:`~ls_agreement.plugin.client.Connection`,
+  the one client of Label Studio (its SDK exchanges a personal access token first; its
+  retries and error mapping apply: a refused token is a refusal, a server that cannot
+  answer is :class:`AuthUnavailable`). Label Studio's answers are cached for a minute so
   that a page view does not cost a round trip per request.
 
 ``POST /webhook`` is not covered here: it keeps its shared-secret header
@@ -25,16 +27,12 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Mapping
-
-import requests
+from typing import Mapping
 
 __all__ = ["ApiAuth", "AuthUnavailable", "is_loopback", "redact_query", "token_from",
-           "COOKIE", "LS_CACHE_SECONDS", "WHOAMI_PATH"]
+           "COOKIE", "LS_CACHE_SECONDS"]
 
 LS_CACHE_SECONDS = 60.0
-WHOAMI_PATH = "/api/current-user/whoami"
-REFRESH_PATH = "/api/token/refresh"
 COOKIE = "ls_agreement_token"   # set by web.py after a ?token= page view
 # bounded: a flood of random tokens must not grow the cache without limit
 _CACHE_MAX = 4096
@@ -165,49 +163,22 @@ class ApiAuth:
 
     def _ask_ls(self, token: str) -> bool:
         """One check against Label Studio: True/False on its answer, else AuthUnavailable."""
-        from .client import token_kind
-        from .errors import AuthError
+        from .client import Connection, RetryPolicy
+        from .errors import AuthError, BadInput, LabelStudioError, RequestRejected
 
         self.ls_checks += 1
         try:
-            kind = token_kind(token)
-        except AuthError:          # an expired personal access token
+            conn = Connection(self.ls_url, token, timeout=self.timeout,
+                              retry=RetryPolicy(attempts=2, base=0.2, cap=1.0), pool=1)
+        except (AuthError, LabelStudioError, BadInput):   # an expired or malformed token: refused
             return False
         try:
-            if kind == "pat":
-                # a personal access token is a refresh JWT: Label Studio wants the short-lived
-                # access token it is exchanged for (as the SDK does)
-                r = requests.post(self.ls_url + REFRESH_PATH, json={"refresh": token},
-                                    timeout=self.timeout)
-                if r.status_code in (400, 401, 403):
-                    return False
-                self._raise_unless_ok(r)
-                access = _field(r, "access")
-                if not access:
-                    return False
-                header = f"Bearer {access}"
-            else:
-                header = f"{'Bearer' if kind == 'access' else 'Token'} {token}"
-            r = requests.get(self.ls_url + WHOAMI_PATH, headers={"Authorization": header},
-                               timeout=self.timeout)
-        except requests.RequestException as exc:
-            # the exception text names the URL only: the token travels in a header/body
-            raise AuthUnavailable(f"cannot reach Label Studio to check the token: "
-                                  f"{type(exc).__name__}") from None
-        if r.status_code in (401, 403):
+            user = conn.whoami()
+        except (AuthError, RequestRejected):    # 401/403, or a refresh the server refused
             return False
-        self._raise_unless_ok(r)
-        return isinstance(_field(r, "id"), int)
-
-    @staticmethod
-    def _raise_unless_ok(r: requests.Response) -> None:
-        if r.status_code != 200:
-            raise AuthUnavailable(f"Label Studio answered {r.status_code} to the token check")
-
-
-def _field(r: requests.Response, key: str) -> Any:
-    try:
-        body = r.json()
-    except ValueError:
-        return None
-    return body.get(key) if isinstance(body, dict) else None
+        except LabelStudioError as exc:
+            # the messages name the URL only: the token travels in a header or a body
+            raise AuthUnavailable(f"cannot reach Label Studio to check the token: {exc}") from None
+        finally:
+            conn.close()
+        return isinstance(user.get("id"), int)

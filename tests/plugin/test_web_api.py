@@ -254,3 +254,35 @@ def test_label_studio_tokens_open_the_api(ls_server: Any, ls_pat: str, start: St
         requests.get(f"{base}/jobs", headers={"Authorization": "Token " + "0" * 40},
                      timeout=30)
     assert svc.auth.ls_checks == n
+
+
+def test_token_checks_go_through_the_client(ls_server: Any, ls_pat: str) -> None:
+    """The service's token check is the client's (plugin/client.py): a 502 from a proxy in
+    front of Label Studio is retried, a refused token is a refusal (401, cached), and a
+    server that keeps failing is 'cannot reach' (503), never a refusal."""
+    from ls_agreement.plugin.web_auth import ApiAuth, AuthUnavailable
+
+    from .test_sync_faults import FaultProxy
+
+    proxy = FaultProxy(ls_server.url)
+    try:
+        auth = ApiAuth(required=True, ls_url=proxy.url)
+        failed: list[str] = []
+
+        def once(method: str, path: str) -> Any:     # the first whoami of each check fails
+            if "whoami" in path and len(failed) % 2 == 0:
+                failed.append(path)
+                return "502"
+            if "whoami" in path:
+                failed.append(path)
+            return None
+
+        proxy.rule = once
+        assert auth.accepts(ls_server.token) and auth.accepts(ls_pat)
+        assert [o for m, p, o in proxy.seen if "whoami" in p] == ["502", "ok", "502", "ok"]
+        assert not auth.accepts("0" * 40)                   # refused, not unavailable
+        proxy.rule = lambda m, p: "502"
+        with pytest.raises(AuthUnavailable, match="cannot reach Label Studio"):
+            auth.accepts(ls_server.token[:-1] + "y")
+    finally:
+        proxy.close()
