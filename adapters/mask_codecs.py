@@ -12,7 +12,7 @@ Studio draws it (``RLE2Region`` colours every pixel with a nonzero alpha).
 
 The SDK reads the stream bit by bit in Python. Here every bit position is parsed at once
 as if a record started there (numpy); the true record starts are the chain of those "next
-record" pointers from the header, found by pointer doubling to strides of 32 records, a
+record" pointers from the header, found by pointer doubling to strides of 16 records, a
 short walk over the strides and one gather per record within them; and the runs come
 straight from the records: the 4-million-byte pixel buffer of a 1024 × 1024 mask is never
 built. ``tests/adapters/test_masks_shapes.py`` checks both decoders here against the
@@ -36,12 +36,12 @@ from ls_agreement.metrics.mask_runs import canonical_runs, pack_runs, ragged_ara
 __all__ = ["RleError", "decode_rle_values", "decode_rle_mask", "decode_png_mask"]
 
 _HEADER_BITS = 32 + 5 + 4 * 4
-# bit offsets within a byte, as right shifts of the 32 bits from that byte
-_BIT_SHIFTS = 8 - np.arange(8, dtype=np.int64)
+# bit offsets within a byte, as right shifts of the 32 bits from that byte to its 19 first
+_BIT_SHIFTS = (13 - np.arange(8)).astype(np.uint32)
 # bit positions are int32
 MAX_RLE_BYTES = 2 ** 27
 # record chains are walked in strides of 2**_STRIDE_BITS records
-_STRIDE_BITS = 5
+_STRIDE_BITS = 4
 # A data URL of more than this many characters is refused before decoding (a 16k x 16k
 # mask compresses to far less).
 MAX_DATA_URL = 200_000_000
@@ -69,11 +69,11 @@ class _Records:
             raise RleError(f"{data.size:,} bytes (limit {MAX_RLE_BYTES:,})")
         if n_bits < _HEADER_BITS:
             raise RleError(f"{data.size} bytes: shorter than the {_HEADER_BITS}-bit header")
-        self.data = padded = np.zeros(data.size + 8, dtype=np.int64)
-        padded[: data.size] = data
-        num, word, *sizes = _read(padded, np.array([0, 32, 37, 41, 45, 49]), np.array([32, 5, 4, 4, 4, 4])).tolist()
-        word += 1
-        size = np.array(sizes, dtype=np.int64) + 1
+        self.data = data
+        self._padded: np.ndarray | None = None
+        head_bits = int.from_bytes(data[:7].tobytes(), "big") >> (56 - _HEADER_BITS)
+        num, word = head_bits >> 21, ((head_bits >> 16) & 31) + 1
+        sizes = tuple(((head_bits >> (12 - 4 * k)) & 15) + 1 for k in range(4))
         self.num, self.word = num, word
         empty = np.zeros(0, dtype=np.int64)
         self.start = self.out0 = self.out1 = self.head = empty
@@ -82,51 +82,67 @@ class _Records:
             return
         if n_bits == _HEADER_BITS:
             raise RleError(f"the stream ends after its header but announces {num:,} values")
-        # every position parsed as if a record started there: its 24 first bits hold the
-        # repeat bit, the run-size choice and the count (at most 1 + 2 + 16 bits)
-        b32 = (padded[:-3] << 24) | (padded[1:-2] << 16) | (padded[2:-1] << 8) | padded[3:]
-        w24 = ((b32[: data.size, None] >> _BIT_SHIFTS) & 0xFFFFFF).astype(np.int32).ravel()[_HEADER_BITS:]
-        repeat = w24 >= 1 << 23
-        r = size.astype(np.int32)[(w24 >> 21) & 3]
-        count = ((w24 >> (21 - r)) & ((1 << r) - 1)) + 1
-        head = 3 + r
-        nxt = np.arange(_HEADER_BITS, n_bits, dtype=np.int32) + head + np.where(repeat, word, count * word)
+        # every position read as if a record started there: its first 19 bits hold the
+        # repeat bit, the run-size choice and the count (up to 16 bits); by the top 3 bits,
+        # 8-entry tables give the count's shift, the bits before the words and the word
+        # bits per counted value (0 for a repeat record: one word whatever the count)
+        r = np.array(sizes, dtype=np.int32)
+        shift_of = np.tile(16 - r, 2)
+        fixed_of = np.concatenate([3 + r, 3 + r + word]).astype(np.int32)
+        per_count = np.array([word] * 4 + [0] * 4, dtype=np.int32)
+        x = data.astype(np.uint32)
+        b32 = x << 24
+        b32[:-1] |= x[1:] << 16
+        b32[:-2] |= x[2:] << 8
+        b32[:-3] |= x[3:]
+        w19 = ((b32[:, None] >> _BIT_SHIFTS) & 0x7FFFF).ravel()[_HEADER_BITS:].view(np.int32)
+        top = w19 >> 16
+        count_all = ((w19 & 0xFFFF) >> shift_of.take(top)) + 1
+        length = fixed_of.take(top) + per_count.take(top) * count_all
         # the true record starts: the chain of "next record" pointers from the header.
-        # jump^32 by five rounds of pointer doubling, a walk from the header in strides
-        # of 32 records (a few dozen Python steps), then the 31 records after each stride
+        # jump^16 by four rounds of pointer doubling, a walk from the header in strides
+        # of 16 records (a few dozen Python steps), then the 15 records after each stride
         # point in one gather per step; the index past the data is a sink
         sink = n_bits - _HEADER_BITS
-        jump = np.append(np.minimum(nxt - _HEADER_BITS, sink), np.int32(sink))
+        jump = np.empty(sink + 1, dtype=np.int32)
+        np.add(np.arange(sink, dtype=np.int32), length, out=jump[:-1])
+        jump[-1] = sink
+        np.minimum(jump, sink, out=jump)
         far = jump
         for _ in range(_STRIDE_BITS):
-            far = far[far]
+            far = far.take(far)
         anchors = [0]
         while anchors[-1] != sink:
             anchors.append(int(far[anchors[-1]]))
         steps = np.empty((1 << _STRIDE_BITS, len(anchors)), dtype=np.int32)
         steps[0] = anchors
         for k in range(1, steps.shape[0]):
-            steps[k] = jump[steps[k - 1]]
+            steps[k] = jump.take(steps[k - 1])
         chain = steps.T.ravel()
         starts = chain[: int(np.argmax(chain == sink))].astype(np.int64)
-        made = np.cumsum(count[starts], dtype=np.int64)
+        count = count_all[starts].astype(np.int64)
+        made = np.cumsum(count)
         last = int(np.searchsorted(made, num))      # the record that completes num values
         if last == made.size:
             raise RleError(f"the stream ends after {int(made[-1]) if made.size else 0:,} of its "
                            f"{num:,} values")
-        starts = starts[: last + 1]
-        if nxt[starts[-1]] > n_bits:
+        starts, count = starts[: last + 1], count[: last + 1]
+        if starts[-1] + length[starts[-1]] > sink:
             raise RleError(f"the record at bit {int(starts[-1]) + _HEADER_BITS:,} runs past the end of the "
                            f"{data.size:,} bytes")
+        key = top[starts]
+        self.repeat = key >= 4
+        self.head = fixed_of[key & 3].astype(np.int64)
         self.start = starts + _HEADER_BITS
-        self.repeat = repeat[starts]
-        self.head = head[starts].astype(np.int64)
         self.out1 = np.minimum(made[: last + 1], num)
-        self.out0 = made[: last + 1] - count[starts]
+        self.out0 = made[: last + 1] - count
 
     def words(self, bit: np.ndarray) -> np.ndarray:
         """The word starting at each bit position, int64, shape like ``bit``."""
-        return _read(self.data, bit, self.word)
+        if self._padded is None:
+            self._padded = np.zeros(self.data.size + 8, dtype=np.int64)
+            self._padded[: self.data.size] = self.data
+        return _read(self._padded, bit, self.word)
 
 
 def _read(padded: np.ndarray, bit: np.ndarray, width: np.ndarray | int) -> np.ndarray:

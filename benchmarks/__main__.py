@@ -1,6 +1,6 @@
 """Run the benchmarks: `python -m benchmarks [name ...] [-- options]`.
 
-Names: engine, distances, adapters, seed_measures, crowd, flags, tracks, sync. Options after ``--`` go to the
+Names: engine, distances, adapters, seed_measures, crowd, flags, tracks, masks, sync. Options after ``--`` go to the
 benchmarks whose ``main(argv)`` takes them (e.g. ``python -m benchmarks sync -- --tasks 1000``).
 
 Each module prints its timings, the ratio against the peer library measured in the same
