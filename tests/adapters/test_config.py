@@ -47,7 +47,7 @@ def test_labels_with_polygon_tool_and_hypertext():
 
 
 def test_unsupported_and_unknown_tags():
-    xml = ("<View><Image name='img' value='$image'/><BrushLabels name='b' toName='img'/>"
+    xml = ("<View><Image name='img' value='$image'/><SmartLabels name='b' toName='img'/>"
            "<Magic name='m' toName='img'/><Rectangle name='r' toName='img'/></View>")
     cfg = parse_config(xml)
     assert set(cfg.controls) == {"r"} and cfg.skipped == {"b", "m"}
