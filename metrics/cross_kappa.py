@@ -28,7 +28,7 @@ import scipy.sparse as sp
 from .bootstrap import iter_multiplicities, percentile_interval
 from .distances.base import Distance, check_distances
 from .distances.registry import DistanceLike, get_distance
-from .result import Result
+from .result import Result, strict_json
 from .table import Duplicates, long_table
 from .errors import BadInput
 
@@ -36,10 +36,6 @@ __all__ = ["CrossKappaResult", "cross_kappa", "alpha_from_counts"]
 
 _LINEAR = ("nominal", "ordinal", "interval")
 _EXACT_EXPECTED_LIMIT = 250_000  # cross pairs enumerated exactly up to this many
-
-
-def _num(x: float) -> float | None:
-    return float(x) if x is not None and math.isfinite(x) else None
 
 
 @dataclass(frozen=True)
@@ -92,15 +88,7 @@ class CrossKappaResult(Result):
 
     def to_dict(self) -> dict[str, Any]:
         """Strict-JSON dict (NaN/inf -> None; intervals as ``[low, high]`` lists)."""
-        return {
-            "kappa_x": _num(self.kappa_x), "normalized": _num(self.normalized),
-            "irr_x": _num(self.irr_x), "irr_y": _num(self.irr_y), "d_o": _num(self.d_o),
-            "d_e": _num(self.d_e), "n_items": self.n_items, "n_x": self.n_x, "n_y": self.n_y,
-            "distance": self.distance,
-            "ci": {k: [_num(v[0]), _num(v[1])] for k, v in self.ci.items()},
-            "bootstrap": self.bootstrap, "seed": self.seed,
-            "n_expected_pairs": self.n_expected_pairs, "expected_exact": self.expected_exact,
-        }
+        return strict_json(self)
 
 
 def _py(x: Any) -> Any:

@@ -22,7 +22,7 @@ from .distances.registry import DistanceLike, get_distance
 from .distributional import ExpectedDistribution, ks_score, ks_statistic, sigma_score, sigma_threshold
 from .expected import Expected
 from .groups import per_annotator_sides_table, per_annotator_table, per_item_table
-from .result import Result
+from .result import Result, strict_json
 from .table import CodedTable, code_table
 from .errors import BadInput
 
@@ -132,37 +132,19 @@ class AgreementResult(Result):
 
     def to_dict(self, *, items: bool = False, annotators: bool = True) -> dict[str, Any]:
         """Strict-JSON summary (NaN/inf become None; intervals as ``[low, high]`` lists),
-        with the per-annotator rows and, when ``items``, the per-item rows."""
-        out: dict[str, Any] = {
-            "distance": self.distance, "form": self.form,
-            "alpha": _num(self.alpha), "ks": _num(self.ks), "ks_statistic": _num(self.ks_statistic),
-            "sigma": _num(self.sigma), "threshold": _num(self.threshold), "p": self.p,
-            "d_o": _num(self.d_o), "d_e": _num(self.d_e),
-            "n_items": self.n_items, "n_pairs": self.n_pairs, "n_expected_pairs": self.n_expected_pairs,
-            "n_values": self.n_values, "n_annotators": self.n_annotators, "n_unpairable": self.n_unpairable,
-            "expected_exact": self.expected_exact, "ks_method": self.ks_method,
-            "ci": {k: [_num(v[0]), _num(v[1])] for k, v in self.ci.items()},
-            "bootstrap": self.bootstrap, "seed": self.seed, "diagnostics": list(self.diagnostics),
-        }
+        with the per-annotator rows and, when ``items``, the per-item rows (keyed by id)."""
+        out = strict_json({k: getattr(self, k) for k in _SUMMARY})
         if annotators:
-            out["annotators"] = _records(self.per_annotator)
+            out["annotators"] = strict_json(self.per_annotator.to_dict("index"))
         if items:
-            out["items"] = _records(self.per_item)
+            out["items"] = strict_json(self.per_item.to_dict("index"))
         return out
 
 
-def _num(v: Any) -> float | None:
-    v = float(v)
-    return v if math.isfinite(v) else None
-
-
-def _records(df: pd.DataFrame) -> dict[str, dict[str, Any]]:
-    out = {}
-    for key, row in zip(df.index, df.to_dict("records")):
-        out[str(key)] = {k: (_num(v) if isinstance(v, (float, np.floating)) else
-                             bool(v) if isinstance(v, (bool, np.bool_)) else
-                             int(v) if isinstance(v, (int, np.integer)) else v) for k, v in row.items()}
-    return out
+#: What :meth:`AgreementResult.to_dict` gives besides the tables (not the distributions).
+_SUMMARY = ("distance", "form", "alpha", "ks", "ks_statistic", "sigma", "threshold", "p", "d_o", "d_e",
+            "n_items", "n_pairs", "n_expected_pairs", "n_values", "n_annotators", "n_unpairable",
+            "expected_exact", "ks_method", "ci", "bootstrap", "seed", "diagnostics")
 
 
 @dataclass

@@ -31,7 +31,7 @@ import pandas as pd
 from scipy import stats
 
 from .icc import numeric_long_table
-from .result import Result
+from .result import Result, strict_json
 from .table import Duplicates, factorize, long_table, show
 from .errors import BadInput
 
@@ -41,10 +41,6 @@ __all__ = ["CacResult", "WeightName", "gwet_ac1", "gwet_ac2", "scott_pi", "benne
 WeightName = Literal["identity", "linear", "quadratic", "ordinal", "radical", "ratio", "circular", "bipolar"]
 WEIGHT_NAMES = ("identity", "linear", "quadratic", "ordinal", "radical", "ratio", "circular", "bipolar")
 Chance = Literal["gwet", "scott", "bennett"]
-
-
-def _num(x: Any) -> float | None:
-    return float(x) if x is not None and math.isfinite(x) else None
 
 
 def _py(x: Any) -> Any:
@@ -105,12 +101,12 @@ class CacResult(Result):
 
     def to_dict(self) -> dict[str, Any]:
         """Strict-JSON-safe dict: plain Python values, None for NaN/inf."""
-        return {"name": self.name, "coefficient": _num(self.coefficient), "pa": _num(self.pa), "pe": _num(self.pe),
-                "se": _num(self.se), "ci": {k: [_num(lo), _num(hi)] for k, (lo, hi) in self.ci.items()},
-                "pval": _num(self.pval), "confidence": float(self.confidence), "n_items": int(self.n_items),
-                "n_pairable": int(self.n_pairable), "n_annotators": int(self.n_annotators),
-                "categories": [_py(c) for c in self.categories], "weights": self.weights,
-                "weight_matrix": [[_num(w) for w in row] for row in np.asarray(self.weight_matrix, dtype=float)]}
+        return strict_json({"name": self.name, "coefficient": self.coefficient, "pa": self.pa, "pe": self.pe,
+                            "se": self.se, "ci": self.ci, "pval": self.pval, "confidence": self.confidence,
+                            "n_items": self.n_items, "n_pairable": self.n_pairable,
+                            "n_annotators": self.n_annotators, "categories": list(self.categories),
+                            "weights": self.weights,
+                            "weight_matrix": np.asarray(self.weight_matrix, dtype=float)})
 
 
 def _is_numeric(labels: np.ndarray) -> bool:

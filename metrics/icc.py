@@ -51,7 +51,7 @@ import scipy.sparse as sp
 from scipy import stats
 from scipy.sparse.csgraph import connected_components
 
-from .result import Result
+from .result import Result, strict_json
 from .table import Duplicates, factorize, long_table, show
 from .errors import BadInput
 
@@ -64,10 +64,6 @@ DESCRIPTIONS = ("Single raters absolute (one-way random)", "Single random raters
                 "Average fixed raters (two-way mixed, consistency)")
 COLUMNS = ("type", "description", "icc", "f", "df1", "df2", "pval", "ci_low", "ci_high")
 _DENSE_SOLVE_LIMIT = 2000  # annotators up to this many: dense solve; beyond, sparse LU
-
-
-def _num(x: Any) -> float | None:
-    return float(x) if x is not None and math.isfinite(x) else None
 
 
 def numeric_long_table(table: pd.DataFrame, *, duplicates: Duplicates = "error",
@@ -158,16 +154,12 @@ class IccResult(Result):
 
     def to_dict(self) -> dict[str, Any]:
         """Strict-JSON-safe dict: plain Python numbers, None for NaN/inf."""
-        forms = []
-        for row in self.table.itertuples(index=False):
-            forms.append({"type": row.type, "description": row.description, "icc": _num(row.icc),
-                          "f": _num(row.f), "df1": int(row.df1), "df2": int(row.df2), "pval": _num(row.pval),
-                          "ci_low": _num(row.ci_low), "ci_high": _num(row.ci_high)})
-        return {"forms": forms, "n_items": int(self.n_items), "n_annotators": int(self.n_annotators),
-                "n_missing": int(self.n_missing), "n_ratings": int(self.n_ratings),
-                "n_dropped_items": int(self.n_dropped_items), "confidence": float(self.confidence),
-                "effective_k": {k: _num(v) for k, v in self.effective_k.items()},
-                "variance_components": {k: _num(v) for k, v in self.variance_components.items()}}
+        forms = self.table[["type", "description", "icc", "f", "df1", "df2", "pval", "ci_low", "ci_high"]]
+        return strict_json({"forms": forms.to_dict("records"), "n_items": self.n_items,
+                            "n_annotators": self.n_annotators, "n_missing": self.n_missing,
+                            "n_ratings": self.n_ratings, "n_dropped_items": self.n_dropped_items,
+                            "confidence": self.confidence, "effective_k": self.effective_k,
+                            "variance_components": self.variance_components})
 
 
 def _f_bounds(f: float, df1: float, df2: float, confidence: float) -> tuple[float, float]:

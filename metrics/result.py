@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar
 
 import numpy as np
+import pandas as pd
+import pydantic_core
 
-__all__ = ["Result", "finite_or_none", "strict_json"]
+__all__ = ["Result", "finite_or_none", "strict_json", "json_text"]
 
 
 def finite_or_none(x: Any) -> float | None:
@@ -40,53 +42,43 @@ def finite_or_none(x: Any) -> float | None:
     return v if math.isfinite(v) else None
 
 
-# public field names of each dataclass met, in declaration order: ``dataclasses.fields`` per
-# object is most of the cost of serialising a crowd report (thousands of small dataclasses)
-_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+def _default(obj: Any) -> Any:
+    """The serializer's one default, for what pydantic does not know: numpy arrays and
+    scalars become Python values, pandas tables their records, anything else its ``str``."""
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, pd.DataFrame):
+        return obj.to_dict("records")
+    return str(obj)
+
+
+def _public(obj: Any) -> set[str] | None:
+    """The fields of a dataclass that are not serialized (``_``-prefixed: caches)."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name for f in dataclasses.fields(obj) if f.name.startswith("_")} or None
+    return None
 
 
 def strict_json(obj: Any) -> Any:
     """Strict-JSON form of a value: dataclasses and mappings -> dicts with str keys,
     tuples, lists, sets and arrays -> lists, numpy scalars -> Python numbers, NaN/±inf ->
-    None. Other objects become their ``str``. Fields whose name starts with ``_`` and
-    properties are not serialized.
+    None (the rule of :func:`finite_or_none`). Other objects become their ``str``. Fields
+    whose name starts with ``_`` (of the value itself) and properties are not serialized.
 
-    The one serializer of the package: metric results here, the report's typed parts in
-    ``ls_agreement.plugin.report``.
+    The one serializer of the package (pydantic's, with :func:`_default` as its one
+    default): metric results here, the report's typed parts in ``ls_agreement.plugin.report``.
     """
-    t = type(obj)
-    # the plain types results and reports are made of first, by exact type
-    if t is str or t is int or t is bool or obj is None:
-        return obj
-    if t is float:
-        return obj if math.isfinite(obj) else None
-    names = _FIELD_NAMES.get(t)
-    if names is not None:
-        return {k: strict_json(getattr(obj, k)) for k in names}
-    if t is dict:
-        return {str(k): strict_json(v) for k, v in obj.items()}
-    if t is list:
-        return [strict_json(v) for v in obj]
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        names = _FIELD_NAMES[t] = tuple(f.name for f in dataclasses.fields(obj) if not f.name.startswith("_"))
-        return {k: strict_json(getattr(obj, k)) for k in names}
-    if isinstance(obj, Mapping):
-        return {str(k): strict_json(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [strict_json(v) for v in obj]
-    if isinstance(obj, (set, frozenset)):
-        return [strict_json(v) for v in sorted(obj, key=str)]
-    if isinstance(obj, (str, bool)):
-        return obj
-    if isinstance(obj, np.bool_):
-        return bool(obj)
-    if isinstance(obj, (int, np.integer)):
-        return int(obj)
-    if isinstance(obj, (float, np.floating)):
-        return finite_or_none(obj)
-    if isinstance(obj, np.ndarray):
-        return [strict_json(v) for v in obj.tolist()]
-    return str(obj)
+    return pydantic_core.to_jsonable_python(obj, exclude=_public(obj), inf_nan_mode="null",
+                                            fallback=_default)
+
+
+def json_text(obj: Any, indent: int | None = None) -> str:
+    """:func:`strict_json` of ``obj`` as JSON text (UTF-8 kept as is), indented by
+    ``indent`` spaces per level when given — written by pydantic in one pass."""
+    return pydantic_core.to_json(obj, indent=indent, exclude=_public(obj), inf_nan_mode="null",
+                                 fallback=_default).decode("utf-8")
 
 
 class Result:

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from .model import Span
-from .result import Result
+from .result import Result, strict_json
 from .span_chance import coverage, coverage_sorted, observed_coverage
 from .tokens import char_spans_to_tokens
 from .table import long_table
@@ -48,10 +48,6 @@ def f1_ratios(tp: float, expected_tp: float, l_sum: float) -> tuple[float, float
     chance = 2.0 * expected_tp / l_sum
     corr = (obs - chance) / (1.0 - chance) if chance < 1.0 - 1e-12 else math.nan
     return (obs, chance, corr)
-
-
-def _nan_to_none(x: float) -> float | None:
-    return None if x is None or not math.isfinite(x) else float(x)
 
 
 @dataclass(frozen=True)
@@ -88,10 +84,7 @@ class SpanF1Result(Result):
 
     def to_dict(self) -> dict[str, Any]:
         """Strict-JSON dict (NaN -> None)."""
-        return {"observed": _nan_to_none(self.observed), "chance": _nan_to_none(self.chance),
-                "corrected": _nan_to_none(self.corrected), "tp": float(self.tp),
-                "expected_tp": float(self.expected_tp), "l1": int(self.l1), "l2": int(self.l2),
-                "model": self.model}
+        return strict_json(self)
 
 
 def _as_bounds(spans: Iterable[Any], n_tokens: int, who: str) -> tuple[np.ndarray, np.ndarray]:
@@ -224,14 +217,13 @@ class SpanF1TableResult(Result):
     def to_dict(self) -> dict[str, Any]:
         """Strict-JSON dict: totals, and ``annotators``/``tasks``/``labels`` rows (NaN -> None)."""
         def rows(df: pd.DataFrame, extra: Sequence[str] = ()) -> dict[str, dict[str, Any]]:
-            cols = ["observed", "chance", "corrected", *extra]
-            return {str(k): {c: _nan_to_none(float(r[c])) for c in cols} for k, r in df.iterrows()}
+            return df[["observed", "chance", "corrected", *extra]].astype(float).to_dict("index")
 
-        return {"observed": _nan_to_none(self.observed), "chance": _nan_to_none(self.chance),
-                "corrected": _nan_to_none(self.corrected), "tp": float(self.tp),
-                "expected_tp": float(self.expected_tp), "l_sum": float(self.l_sum),
-                "model": self.model, "annotators": rows(self.per_annotator),
-                "tasks": rows(self.per_item, ("difficulty",)), "labels": rows(self.per_label)}
+        return strict_json({"observed": self.observed, "chance": self.chance, "corrected": self.corrected,
+                            "tp": float(self.tp), "expected_tp": float(self.expected_tp),
+                            "l_sum": float(self.l_sum), "model": self.model,
+                            "annotators": rows(self.per_annotator),
+                            "tasks": rows(self.per_item, ("difficulty",)), "labels": rows(self.per_label)})
 
 
 def _label_keys(label: Any) -> tuple[Hashable, ...]:

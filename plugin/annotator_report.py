@@ -9,11 +9,13 @@ Dumitrache et al. 2018 (papers/), as reported by the seed-measures module.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import os
 import threading
-import json
 from pathlib import Path
 from typing import Any, Mapping
+
+from ls_agreement.metrics.result import json_text
 
 from .pushback import rounded_json
 from .report.model import Report, to_jsonable
@@ -74,12 +76,13 @@ def write_reports(out_dir: Path, report: Report,
              "report_html": out_dir / "report.html",
              "annotators_json": out_dir / "annotators.json",
              "annotators_csv": out_dir / "annotators.csv"}
-    _atomic_write(paths["report"], json.dumps({**header, **report.to_dict()}, indent=1,
-                                              sort_keys=True, allow_nan=False))
+    # the header keys, then the report's in its own order, written by the one serializer
+    _atomic_write(paths["report"], json_text({**header, **{f.name: getattr(report, f.name)
+                                                          for f in dataclasses.fields(report)}}, indent=1))
     # a file has no serve behind it: its annotator-pair cells carry no link (serve's page does)
     _atomic_write(paths["report_html"], render_html(report))
     _atomic_write(paths["annotators_json"],
-                  json.dumps({**header, "annotators": quality}, indent=1, sort_keys=True))
+                  json_text({**header, "annotators": quality}, indent=1))
     tmp = _tmp_path(paths["annotators_csv"])
     with tmp.open("w", newline="", encoding="utf-8") as fh:
         w = csv.DictWriter(fh, fieldnames=CSV_COLUMNS)

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
+
+from ls_agreement.metrics.result import finite_or_none
 
 from .report.model import Report, TaskEntry, to_jsonable
 
@@ -87,15 +88,13 @@ class PushOutcome:
     patches: int = 0
 
 
-def _num(x: Any, digits: int = _DIGITS) -> float | int | None:
-    """JSON-safe, rounded number (NaN/inf → None) so float noise never forces a write."""
-    if x is None or isinstance(x, bool):
-        return None if x is None else int(x)
-    try:
-        f = float(x)
-    except (TypeError, ValueError):
-        return None
-    if not math.isfinite(f):
+def _rounded(x: Any, digits: int = _DIGITS) -> float | int | None:
+    """A rounded number, so float noise never forces a write (NaN/inf → None, the package's
+    one rule: :func:`~ls_agreement.metrics.result.finite_or_none`)."""
+    if isinstance(x, bool):
+        return int(x)
+    f = finite_or_none(x)
+    if f is None:
         return None
     if isinstance(x, int) or (f.is_integer() and abs(f) < 2 ** 53 and not isinstance(x, float)):
         return int(f)
@@ -112,7 +111,7 @@ def rounded_json(obj: Any) -> Any:
     if isinstance(obj, (bool, str)) or obj is None:
         return obj
     if isinstance(obj, (int, float)) or hasattr(obj, "__float__"):
-        return _num(obj)
+        return _rounded(obj)
     return str(obj)
 
 
@@ -196,14 +195,14 @@ def desired_for(report: Report, task_id: int, fp: str,
     annotators = sorted({str(a) for c in per_control.values() for a in c["annotators"]})
     controls = report.controls
     data: dict[str, Any] = {
-        PREFIX + "sigma": _num(sigma),
-        PREFIX + "alpha": _num(alpha, ALPHA_DIGITS),
+        PREFIX + "sigma": _rounded(sigma),
+        PREFIX + "alpha": _rounded(alpha, ALPHA_DIGITS),
         PREFIX + "flag": 1 if flag else 0,
         PREFIX + "n_annotators": len(annotators),
     }
     if len(controls) > 1:
         for name, c in per_control.items():
-            data[f"{CONTROL_KEY}{safe_key(name)}"] = _num(c["sigma"])
+            data[f"{CONTROL_KEY}{safe_key(name)}"] = _rounded(c["sigma"])
     if not meta:
         return Desired(data=data, meta=None)
     payload = rounded_json({

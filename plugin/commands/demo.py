@@ -153,11 +153,10 @@ def _view_id(client: Any, project_id: int, title: str) -> int | None:
 
 
 # -- presentation -----------------------------------------------------------------------
-def _num(x: Any) -> float:
-    try:
-        return float(x)
-    except (TypeError, ValueError):
-        return math.nan
+def _shown(x: float | None) -> float:
+    """A report number for the table: its null (no value) as NaN, which sorts last and
+    prints as ``-``."""
+    return math.nan if x is None else float(x)
 
 
 def annotator_rows(report: Report) -> list[dict[str, Any]]:
@@ -170,14 +169,14 @@ def annotator_rows(report: Report) -> list[dict[str, Any]]:
     """
     rows = []
     for ann, e in report.annotators.items():
-        per = {c: _num(v.sigma) for c, v in e.controls.items()}
+        per = {c: _shown(v.sigma) for c, v in e.controls.items()}
         lo = hi = w = 0.0
         for c, v in e.controls.items():
             entry = report.controls[c].annotators.get(ann)
             ci = entry.ci.sigma if entry is not None and entry.ci is not None else (None, None)
             if v.n_pairs > 0 and ci[0] is not None and ci[1] is not None:
                 lo, hi, w = lo + v.n_pairs * ci[0], hi + v.n_pairs * ci[1], w + v.n_pairs
-        rows.append({"annotator": ann, "name": e.name or ann, "sigma": _num(e.sigma), "alpha": _num(e.alpha),
+        rows.append({"annotator": ann, "name": e.name or ann, "sigma": _shown(e.sigma), "alpha": _shown(e.alpha),
                      "ci": (lo / w, hi / w) if w else (math.nan, math.nan), "n_items": e.n_items,
                      "controls": per})
     rows.sort(key=lambda r: (math.isnan(r["sigma"]), r["sigma"]))

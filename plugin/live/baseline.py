@@ -23,6 +23,7 @@ from ls_agreement.adapters.specs import LabelingConfig
 from ls_agreement.adapters.spans import token_table
 from ls_agreement.metrics.baseline import Baseline, baseline_of, item_scores
 from ls_agreement.metrics.distances.registry import get_distance
+from ls_agreement.metrics.result import finite_or_none
 
 from ..annotator_report import annotator_quality
 from ..report.build import build_report, collect_warnings
@@ -122,15 +123,10 @@ def _entries(ctl: ControlReport, scores: pd.DataFrame, table: pd.DataFrame) -> d
     out = {}
     for item, row in zip(scores.index, scores.itertuples(index=False)):
         out[str(item)] = ItemEntry(
-            sigma=_num(row.sigma) if measured else None, alpha=_num(row.alpha) if measured else None,
-            mean_distance=_num(row.mean_distance), n_pairs=int(row.n_pairs),
+            sigma=finite_or_none(row.sigma) if measured else None, alpha=finite_or_none(row.alpha) if measured else None,
+            mean_distance=finite_or_none(row.mean_distance), n_pairs=int(row.n_pairs),
             flag=bool(row.flag) if measured else False, annotators=[str(a) for a in who.get(item, [])])
     return out
-
-
-def _num(v: Any) -> float | None:
-    f = float(v)
-    return f if f == f and abs(f) != float("inf") else None
 
 
 def score_tasks(base: ProjectBaseline, mirror: ProjectMirror, task_ids: Iterable[int]) -> TaskScores:

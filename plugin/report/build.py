@@ -16,7 +16,6 @@ tasks over all controls.
 """
 from __future__ import annotations
 
-import math
 import warnings as warnings_module
 from contextlib import contextmanager
 from typing import Any, Iterable
@@ -30,6 +29,7 @@ from ls_agreement.adapters.errors import AdapterError
 from ls_agreement.adapters.spans import span_units_table
 from ls_agreement.metrics.distances.registry import get_distance
 from ls_agreement.metrics.engine import HISTOGRAM_BINS
+from ls_agreement.metrics.result import finite_or_none
 
 from ..settings import ReportSettings
 from .model import (AnnotatorIntervals, Candidate, ControlAnnotator, ControlReport, ControlStatus, Diagnostic,
@@ -44,17 +44,6 @@ __all__ = ["build_report", "control_report", "collect_warnings"]
 # Past this many annotators on a control, the co-annotator map (annotators² entries) would
 # dwarf the rest of the report: it is left out, with a warning saying so.
 MAX_CO_ANNOTATORS = 100
-
-
-def _num(v: Any) -> float | None:
-    """JSON number: NaN/inf -> None."""
-    if v is None:
-        return None
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return f if math.isfinite(f) else None
 
 
 def _key(item: Any) -> str:
@@ -133,7 +122,7 @@ def _histogram(observed: np.ndarray, observed_weights: np.ndarray | None, expect
 def _chance_sigma(expected: np.ndarray, weights: np.ndarray | None, threshold: Any) -> float | None:
     """σ of the chance pairs: the (weighted) share of expected distances below d* — the
     rate at which two unrelated answers pass for agreement (the flags' ``c``)."""
-    t = _num(threshold)
+    t = finite_or_none(threshold)
     if t is None or not expected.size:
         return None if t is None else 0.0
     below = expected < t
@@ -159,9 +148,9 @@ def _measure(ctl: ControlData, table: pd.DataFrame, settings: ReportSettings, wa
     entry.candidates = []
     for rec in choice.table.to_dict("records"):
         ok = rec["status"] == "ok"  # KS and σ of a constant baseline mean nothing
-        entry.candidates.append(Candidate(distance=str(rec["distance"]), alpha=_num(rec["alpha"]) if ok else None,
-                                          ks=_num(rec["ks"]) if ok else None,
-                                          sigma=_num(rec["sigma"]) if ok else None, status=str(rec["status"])))
+        entry.candidates.append(Candidate(distance=str(rec["distance"]), alpha=finite_or_none(rec["alpha"]) if ok else None,
+                                          ks=finite_or_none(rec["ks"]) if ok else None,
+                                          sigma=finite_or_none(rec["sigma"]) if ok else None, status=str(rec["status"])))
     return choice.result
 
 
@@ -200,11 +189,11 @@ def control_report(ctl: ControlData, settings: ReportSettings) -> ControlReport:
         _annotators_only(ctl, entry)
         _unmeasured(entry, "failed", f"agreement not computed: {exc}")
         return entry
-    entry.alpha, entry.ks, entry.ks_statistic = _num(res.alpha), _num(res.ks), _num(res.ks_statistic)
-    entry.sigma, entry.threshold, entry.d_e = _num(res.sigma), _num(res.threshold), _num(res.d_e)
+    entry.alpha, entry.ks, entry.ks_statistic = finite_or_none(res.alpha), finite_or_none(res.ks), finite_or_none(res.ks_statistic)
+    entry.sigma, entry.threshold, entry.d_e = finite_or_none(res.sigma), finite_or_none(res.threshold), finite_or_none(res.d_e)
     entry.n_items, entry.n_pairs, entry.n_expected_pairs = int(res.n_items), int(res.n_pairs), int(res.n_expected_pairs)
     entry.distance, entry.form = res.distance, res.form
-    ci = {k: (_num(v[0]), _num(v[1])) for k, v in res.ci.items()}
+    ci = {k: (finite_or_none(v[0]), finite_or_none(v[1])) for k, v in res.ci.items()}
     entry.ci = Intervals(alpha=ci.get("alpha", (None, None)), ks=ci.get("ks", (None, None)),
                          sigma=ci.get("sigma", (None, None)), bootstrap=int(res.bootstrap), seed=settings.seed)
     entry.diagnostics = [Diagnostic.of(d) for d in res.diagnostics]
@@ -231,9 +220,9 @@ def _items(per_item: pd.DataFrame, table: pd.DataFrame) -> dict[str, ItemEntry]:
     out: dict[str, ItemEntry] = {}
     for k, item in enumerate(per_item.index):
         out[_key(item)] = ItemEntry(
-            sigma=_num(cols["sigma"][k]) if "sigma" in cols else None,
-            alpha=_num(cols["alpha"][k]) if "alpha" in cols else None,
-            mean_distance=_num(cols["mean_distance"][k]) if "mean_distance" in cols else None,
+            sigma=finite_or_none(cols["sigma"][k]) if "sigma" in cols else None,
+            alpha=finite_or_none(cols["alpha"][k]) if "alpha" in cols else None,
+            mean_distance=finite_or_none(cols["mean_distance"][k]) if "mean_distance" in cols else None,
             n_pairs=int(cols["n_pairs"][k]) if "n_pairs" in cols else 0,
             flag=bool(cols["flag"][k]) if "flag" in cols else False,
             annotators=[str(a) for a in who.get(item, [])])
@@ -251,7 +240,7 @@ def _co_annotators(pairs: pd.DataFrame) -> dict[str, dict[str, float | None]]:
     total = np.bincount(key, d, minlength=n * n)
     co: dict[str, dict[str, float | None]] = {}
     for k in np.flatnonzero(count):
-        co.setdefault(labels[k // n], {})[labels[k % n]] = _num(total[k] / count[k])
+        co.setdefault(labels[k // n], {})[labels[k % n]] = finite_or_none(total[k] / count[k])
     return {x: dict(sorted(v.items())) for x, v in co.items()}
 
 
@@ -270,14 +259,14 @@ def _annotators(res: Any, ctl: ControlData, entry: ControlReport) -> dict[str, C
     for k, a in enumerate(pa.index):
         key = str(a)
         rec = ControlAnnotator(
-            name=names.get(key, key), sigma=_num(cols["sigma"][k]) if "sigma" in cols else None,
-            alpha=_num(cols["alpha"][k]) if "alpha" in cols else None,
-            mean_distance=_num(cols["mean_distance"][k]) if "mean_distance" in cols else None,
+            name=names.get(key, key), sigma=finite_or_none(cols["sigma"][k]) if "sigma" in cols else None,
+            alpha=finite_or_none(cols["alpha"][k]) if "alpha" in cols else None,
+            mean_distance=finite_or_none(cols["mean_distance"][k]) if "mean_distance" in cols else None,
             n_pairs=int(cols["n_pairs"][k]) if "n_pairs" in cols else 0,
             n_items=int(cols["n_items"][k]) if "n_items" in cols else 0, pairs=co.get(key, {}))
         if has_ci:
-            rec.ci = AnnotatorIntervals(sigma=(_num(cols["sigma_ci_low"][k]), _num(cols["sigma_ci_high"][k])),
-                                        alpha=(_num(cols["alpha_ci_low"][k]), _num(cols["alpha_ci_high"][k])))
+            rec.ci = AnnotatorIntervals(sigma=(finite_or_none(cols["sigma_ci_low"][k]), finite_or_none(cols["sigma_ci_high"][k])),
+                                        alpha=(finite_or_none(cols["alpha_ci_low"][k]), finite_or_none(cols["alpha_ci_high"][k])))
         out[key] = rec
     return out
 

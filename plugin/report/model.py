@@ -6,18 +6,22 @@ quality page, the demo table and the renderers. Project-level derived facts (whi
 are flagged, a task's σ, an annotator's pair-weighted quality) are computed once, by
 :meth:`Report.derive` (``rollup.py``).
 
-:func:`to_jsonable` is the one serializer to strict JSON (NaN and ±inf → null, numpy
-scalars → Python numbers); :func:`from_jsonable` reads a stored report back into the
-same types. The JSON keys are the contract documented in ``docs/report.md``.
+:func:`to_jsonable` is the package's one serializer (pydantic's, ``metrics/result.py``:
+NaN and ±inf → null, numpy scalars → Python numbers); :func:`from_jsonable` reads a stored
+report back into the same types (a pydantic ``TypeAdapter`` of the dataclasses). The JSON keys are the contract documented in ``docs/report.md``.
 """
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping
+from typing import Any, Literal, Mapping, TypeVar
 
-from .jsonable import dumps, from_jsonable, number, to_jsonable
+from pydantic import TypeAdapter
+
+from ls_agreement.metrics.result import json_text, strict_json as to_jsonable
+
 from .sections import (_NO_INTERVAL, AnnotatorPair, ConfusionMatrix, ErrorCounts, ErrorTypesSection, Interval,
                        LabelConfusion, LabelEntry, LabelSection, ModelAgreement, PairMatrix, ReferenceAgreement,
                        ReferenceIntervals)
@@ -26,13 +30,32 @@ __all__ = [
     "REPORT_VERSION", "Interval", "Intervals", "AnnotatorIntervals", "Histogram", "Candidate",
     "Diagnostic", "KappaX", "KappaXIntervals", "CrowdTruthUnit", "SeedMeasures", "SpanF1Scores", "SpanF1Section", "CrowdTruthWorker",
     "CrowdTruthSection", "FlagFit", "ItemEntry", "ControlAnnotator", "ControlReport", "TaskEntry",
-    "ProjectAnnotator", "AnnotatorControl", "BaselineInfo", "Report", "ControlStatus", "number",
+    "ProjectAnnotator", "AnnotatorControl", "BaselineInfo", "Report", "ControlStatus",
     "ReferenceIntervals", "ReferenceAgreement", "ModelAgreement", "ErrorCounts", "ErrorTypesSection",
     "AnnotatorPair", "PairMatrix", "LabelEntry", "LabelConfusion", "ConfusionMatrix", "LabelSection",
-    "to_jsonable", "from_jsonable", "dumps",
+    "to_jsonable", "from_jsonable",
 ]
 
 REPORT_VERSION = 2
+
+T = TypeVar("T")
+
+
+@functools.cache
+def _adapter(tp: Any) -> TypeAdapter[Any]:
+    return TypeAdapter(tp)
+
+
+def from_jsonable(tp: type[T] | Any, data: Any) -> T:
+    """Read ``data`` (parsed JSON) as type ``tp`` (a dataclass of this module, or any type
+    pydantic validates), the inverse of :func:`to_jsonable`.
+
+    Raises
+    ------
+    pydantic.ValidationError (a ValueError)
+        ``data`` does not have the shape ``tp`` describes; the message names the path.
+    """
+    return _adapter(tp).validate_python(data)
 
 #: Why a control carries no agreement numbers ("ok" when it does).
 ControlStatus = Literal["ok", "no_variation", "unpairable", "failed"]
@@ -370,8 +393,8 @@ class Report:
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(self)
 
-    def to_json(self, **kw: Any) -> str:
-        return dumps(self, **kw)
+    def to_json(self, indent: int | None = None) -> str:
+        return json_text(self, indent)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "Report":

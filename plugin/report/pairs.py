@@ -8,7 +8,6 @@ items (:func:`~ls_agreement.metrics.pair_matrix.combine_pairwise`).
 """
 from __future__ import annotations
 
-import math
 from typing import Any, Mapping
 
 import numpy as np
@@ -17,6 +16,7 @@ import pandas as pd
 from ls_agreement.adapters.control import ControlData
 from ls_agreement.metrics.pair_matrix import combine_pairwise, pairwise_agreement
 from ls_agreement.metrics.per_label import per_label_agreement
+from ls_agreement.metrics.result import finite_or_none
 
 from ..settings import ReportSettings
 from .model import (AnnotatorPair, ConfusionMatrix, ControlReport, LabelConfusion, LabelEntry, LabelSection,
@@ -43,16 +43,8 @@ _REGION_KINDS = {"boxes", "polygons", "keypoints", "spans", "masks", "ellipses",
                  "tracks"}
 
 
-def _num(v: Any) -> float | None:
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return f if math.isfinite(f) else None
-
-
 def _interval(lo: Any, hi: Any) -> tuple[float | None, float | None]:
-    lo, hi = _num(lo), _num(hi)
+    lo, hi = finite_or_none(lo), finite_or_none(hi)
     return (lo, hi) if lo is not None and hi is not None else (None, None)
 
 
@@ -71,11 +63,11 @@ def pair_matrix_section(res: Any, table: pd.DataFrame, settings: ReportSettings,
     t = pm.table
     cols = {c: t[c].to_numpy() for c in t.columns}
     pairs = [AnnotatorPair(a=str(cols["annotator_a"][k]), b=str(cols["annotator_b"][k]),
-                           alpha=_num(cols["alpha"][k]), ci=_interval(cols["ci_low"][k], cols["ci_high"][k]),
-                           mean_distance=_num(cols["mean_distance"][k]), n_items=int(cols["n_items"][k]))
+                           alpha=finite_or_none(cols["alpha"][k]), ci=_interval(cols["ci_low"][k], cols["ci_high"][k]),
+                           mean_distance=finite_or_none(cols["mean_distance"][k]), n_items=int(cols["n_items"][k]))
              for k in range(len(t))]
     entry.pair_matrix = PairMatrix(annotators=list(pm.annotators), pairs=pairs, expected=pm.expected,
-                                   d_e=_num(pm.d_e), min_items=pm.min_items, max_annotators=pm.max_annotators,
+                                   d_e=finite_or_none(pm.d_e), min_items=pm.min_items, max_annotators=pm.max_annotators,
                                    left_out=list(pm.left_out), n_below_min=pm.n_below_min,
                                    bootstrap=pm.bootstrap, seed=pm.seed)
 
@@ -94,7 +86,7 @@ def label_section(ctl: ControlData, settings: ReportSettings, entry: ControlRepo
         return
     t = r.table
     cols = {c: t[c].to_numpy() for c in t.columns}
-    labels = {str(cols["label"][k]): LabelEntry(alpha=_num(cols["alpha"][k]),
+    labels = {str(cols["label"][k]): LabelEntry(alpha=finite_or_none(cols["alpha"][k]),
                                                 ci=_interval(cols["ci_low"][k], cols["ci_high"][k]),
                                                 support=int(cols["support"][k]), n_items=int(cols["n_items"][k]))
               for k in range(len(t))}
@@ -119,7 +111,7 @@ def project_pair_matrix(controls: Mapping[str, ControlReport]) -> PairMatrix | N
     if not tables:
         return None
     g = combine_pairwise(tables)
-    pairs = [AnnotatorPair(a=str(a), b=str(b), alpha=_num(al), n_items=int(n), n_controls=int(k))
+    pairs = [AnnotatorPair(a=str(a), b=str(b), alpha=finite_or_none(al), n_items=int(n), n_controls=int(k))
              for a, b, al, n, k in g[["annotator_a", "annotator_b", "alpha", "n_items", "n_controls"]]
              .itertuples(index=False)]
     first = next(c.pair_matrix for c in controls.values() if c.pair_matrix is not None)

@@ -26,8 +26,8 @@ import pandas as pd
 from ls_agreement.adapters.control import ControlData
 from ls_agreement.metrics.error_types import CATEGORIES, error_types
 from ls_agreement.metrics.reference import agreement_with_reference
+from ls_agreement.metrics.result import finite_or_none
 
-from .jsonable import number
 from .model import (ControlReport, ErrorCounts, ErrorTypesSection, ModelAgreement, ReferenceAgreement,
                     ReferenceIntervals)
 
@@ -89,11 +89,11 @@ def _records(df: pd.DataFrame) -> dict[str, ReferenceAgreement]:
     cols = {c: df[c].to_numpy() for c in df.columns}
     out = {}
     for k, a in enumerate(df.index):
-        ci = ReferenceIntervals(similarity=(number(cols["similarity_ci_low"][k]), number(cols["similarity_ci_high"][k])),
-                                alpha=(number(cols["alpha_ci_low"][k]), number(cols["alpha_ci_high"][k])))
+        ci = ReferenceIntervals(similarity=(finite_or_none(cols["similarity_ci_low"][k]), finite_or_none(cols["similarity_ci_high"][k])),
+                                alpha=(finite_or_none(cols["alpha_ci_low"][k]), finite_or_none(cols["alpha_ci_high"][k])))
         has_ci = any(v is not None for v in (*ci.similarity, *ci.alpha))
-        out[str(a)] = ReferenceAgreement(similarity=number(cols["similarity"][k]), alpha=number(cols["alpha"][k]),
-                                         mean_distance=number(cols["mean_distance"][k]),
+        out[str(a)] = ReferenceAgreement(similarity=finite_or_none(cols["similarity"][k]), alpha=finite_or_none(cols["alpha"][k]),
+                                         mean_distance=finite_or_none(cols["mean_distance"][k]),
                                          n_items=int(cols["n_items"][k]), ci=ci if has_ci else None)
     return out
 
@@ -106,11 +106,11 @@ def error_section(table: pd.DataFrame, kind: str) -> ErrorTypesSection | None:
     o = res.overall
     overall = ErrorCounts(agreed=o["agreed"], localization=o["localization"], label=o["label"], both=o["both"],
                           unmatched=o["unmatched"], disagreement=o["disagreement"],
-                          shares={c: number(o[f"share_{c}"]) for c in ("localization", "label", "both", "unmatched")})
+                          shares={c: finite_or_none(o[f"share_{c}"]) for c in ("localization", "label", "both", "unmatched")})
     anns = {}
     for a, r in res.annotators.to_dict("index").items():
         anns[str(a)] = ErrorCounts(agreed=int(r["agreed"]), localization=int(r["localization"]),
                                    label=int(r["label"]), both=int(r["both"]), missed=int(r["missed"]),
                                    extra=int(r["extra"]), disagreement=int(r["disagreement"]),
-                                   shares={c: number(r[f"share_{c}"]) for c in CATEGORIES})
+                                   shares={c: finite_or_none(r[f"share_{c}"]) for c in CATEGORIES})
     return ErrorTypesSection(kind=kind, threshold=res.threshold, overall=overall, annotators=anns)

@@ -26,13 +26,14 @@ import pandas as pd
 from ls_agreement.metrics.cross_kappa import cross_kappa
 from ls_agreement.metrics.crowdtruth import crowdtruth
 from ls_agreement.metrics.model import Span
+from ls_agreement.metrics.result import finite_or_none
 from ls_agreement.metrics.span_f1 import span_f1_table
 
 from ls_agreement.adapters.spans import SPAN_TOKENIZER, token_table
 
 from ..settings import check_groups
 from .model import (CrowdTruthSection, CrowdTruthUnit, CrowdTruthWorker, Interval, KappaX, KappaXIntervals,
-                    SeedMeasures, SpanF1Scores, SpanF1Section, number)
+                    SeedMeasures, SpanF1Scores, SpanF1Section)
 
 __all__ = ["seed_measures", "kappa_x_section", "span_f1_section", "crowdtruth_section"]
 
@@ -74,8 +75,8 @@ def kappa_x_section(control: Any, settings: Any) -> dict[str, KappaX]:
             continue
         shown = {k: _shown_interval(ci, getattr(res, k, None)) for k, ci in res.ci.items()}
         out[name] = KappaX(
-            kappa_x=number(res.kappa_x), normalized=number(res.normalized), irr_x=number(res.irr_x),
-            irr_y=number(res.irr_y), d_o=number(res.d_o), d_e=number(res.d_e), n_items=int(res.n_items),
+            kappa_x=finite_or_none(res.kappa_x), normalized=finite_or_none(res.normalized), irr_x=finite_or_none(res.irr_x),
+            irr_y=finite_or_none(res.irr_y), d_o=finite_or_none(res.d_o), d_e=finite_or_none(res.d_e), n_items=int(res.n_items),
             n_x=int(res.n_x), n_y=int(res.n_y), distance=res.distance,
             ci=KappaXIntervals(**shown, bootstrap=int(res.bootstrap), seed=int(res.seed)))
     return out
@@ -84,8 +85,8 @@ def kappa_x_section(control: Any, settings: Any) -> dict[str, KappaX]:
 def _shown_interval(ci: Any, estimate: Any) -> Interval:
     """An interval only next to a defined estimate it contains (a normalized κx that is
     null must not show a bootstrap interval of its own)."""
-    x = number(estimate)
-    lo, hi = (number(ci[0]), number(ci[1])) if isinstance(ci, (list, tuple)) and len(ci) == 2 else (None, None)
+    x = finite_or_none(estimate)
+    lo, hi = (finite_or_none(ci[0]), finite_or_none(ci[1])) if isinstance(ci, (list, tuple)) and len(ci) == 2 else (None, None)
     if x is None or lo is None or hi is None or not lo - 1e-9 <= x <= hi + 1e-9:
         return (None, None)
     return (min(lo, x), max(hi, x))
@@ -94,7 +95,7 @@ def _shown_interval(ci: Any, estimate: Any) -> Interval:
 def _span_scores(df: pd.DataFrame, difficulty: bool = False) -> dict[str, SpanF1Scores]:
     """Observed, chance and corrected F1 per row of a span F1 table (None where undefined)."""
     cols = ["observed", "chance", "corrected", *(["difficulty"] if difficulty else [])]
-    return {str(k): SpanF1Scores(**{c: number(v) for c, v in zip(cols, row)})
+    return {str(k): SpanF1Scores(**{c: finite_or_none(v) for c, v in zip(cols, row)})
             for k, row in zip(df.index, df[cols].itertuples(index=False, name=None))}
 
 
@@ -106,7 +107,7 @@ def span_f1_section(control: Any, settings: Any) -> SpanF1Section | None:
     # Label Studio lets one annotator overlap two spans of a label: their union is scored
     res = span_f1_table(table, n_tokens, "non-overlapping", on_overlap="merge")
     return SpanF1Section(
-        observed=number(res.observed), chance=number(res.chance), corrected=number(res.corrected),
+        observed=finite_or_none(res.observed), chance=finite_or_none(res.chance), corrected=finite_or_none(res.corrected),
         tp=float(res.tp), expected_tp=float(res.expected_tp), l_sum=float(res.l_sum), model=res.model,
         annotators=_span_scores(res.per_annotator), tasks=_span_scores(res.per_item, difficulty=True),
         labels=_span_scores(res.per_label), tokenizer=SPAN_TOKENIZER, warnings=list(warnings or []))
@@ -156,10 +157,10 @@ def crowdtruth_section(control: Any, settings: Any) -> CrowdTruthSection | None:
         return None
     w = res.workers
     return CrowdTruthSection(
-        workers={str(k): CrowdTruthWorker(wqs=number(q), wua=number(u), wwa=number(a))
+        workers={str(k): CrowdTruthWorker(wqs=finite_or_none(q), wua=finite_or_none(u), wwa=finite_or_none(a))
                  for k, q, u, a in zip(w.index, w["wqs"], w["wua"], w["wwa"])},
-        units={str(k): CrowdTruthUnit(uqs=number(v)) for k, v in res.units["uqs"].items()},
-        annotations={str(k): number(v) for k, v in res.annotations["aqs"].items()},
+        units={str(k): CrowdTruthUnit(uqs=finite_or_none(v)) for k, v in res.units["uqs"].items()},
+        annotations={str(k): finite_or_none(v) for k, v in res.annotations["aqs"].items()},
         n_iter=int(res.n_iter), converged=bool(res.converged), closed=options is not None)
 
 
