@@ -10,7 +10,13 @@ Studio with the bulk action on), the service and the workers as separate process
 * **workers**: project syncs per minute with 1, 2 and 4 ``worker --queue`` processes on one
   Redis: ``--projects`` demo projects of ``--tasks`` tasks each are re-read in full
   (export, baseline, compare, push what differs) at once, and the wall time until every
-  job is done gives syncs per minute; the ratio to one worker shows how it scales.
+  job is done gives syncs per minute; the ratio to one worker shows how it scales;
+* **faults** (``--faults``): a worker SIGKILLed in the middle of a long job (a first sync
+  of ``--fault-tasks`` tasks, one PATCH each): seconds until another, idle worker runs the
+  job again and until it is done (the default ``--lease``); then Redis SIGKILLed and
+  restarted: seconds until ``serve`` answers a webhook 200 again and until a worker has
+  run a job queued after the restart; then ``serve`` SIGKILLed and started again: seconds
+  until it answers 200.
 
 This machine has few cores (printed), and Label Studio runs on it too: past the core
 count, more workers only queue for the CPU. Run: ``python -m benchmarks scale`` (about
@@ -72,16 +78,18 @@ def _wait(cond: Any, timeout: float, what: str, step: float = 0.2) -> Any:
     raise RuntimeError(f"timed out waiting for {what}")
 
 
-def _serve(tmp: Path, name: str, ls_url: str, token: str, queue: str | None) -> tuple[_Proc, int]:
+def _serve(tmp: Path, name: str, ls_url: str, token: str, queue: str | None,
+           port: int = 0) -> tuple[_Proc, int]:
     from ls_agreement.plugin.server import free_port
-    port = free_port()
+    port = port or free_port()
     args = ["serve", "--url", ls_url, "--token", token, "--port", str(port), "--secret", SECRET,
             "--state", str(tmp / f"{name}.sqlite"), "--out", str(tmp / f"{name}-out"),
             "--interval", "0", "--quiet", "--retry-backoff", "600"]
     if queue:
         args += ["--queue", queue]
     proc = _Proc(args, tmp / f"{name}.log")
-    _wait(lambda: "serving on" in proc.text(), 60, f"{name} to listen")
+    before = proc.text().count("serving on")
+    _wait(lambda: proc.text().count("serving on") > before, 60, f"{name} to listen")
     return proc, port
 
 
@@ -211,6 +219,93 @@ def workers(tmp: Path, redis_url: str, n_projects: int, n_tasks: int, counts: li
         server.stop()
 
 
+# -- part 3: faults ------------------------------------------------------------------------------
+def _post(port: int, project: int) -> int:
+    """One webhook (the captured ANNOTATION_UPDATED body) for ``project``; its status code."""
+    body = json.loads(PAYLOAD.read_text())["payload"]
+    body["project"]["id"] = project
+    try:
+        return requests.post(f"http://127.0.0.1:{port}/webhook", json=body, timeout=5,
+                             headers={"X-LS-Agreement-Secret": SECRET}).status_code
+    except requests.RequestException:
+        return 0
+
+
+def faults(tmp: Path, redis: Any, n_tasks: int) -> None:
+    from ls_agreement.plugin.demo_data import ANNOTATORS, DEMO_CONFIG, generate
+    from ls_agreement.plugin.queue.redis_queue import RedisQueue
+    from ls_agreement.plugin.server import LocalLabelStudio
+
+    server = LocalLabelStudio(tmp / "ls-faults", port=0, experimental=True)
+    server.start(timeout=300)
+    procs: list[_Proc] = []
+    try:
+        client = server.client()
+        emails = {a.email: server.create_user(a.email, a.first_name, a.last_name) for a in ANNOTATORS}
+        p = client.projects.create(title="faults", label_config=DEMO_CONFIG)
+        client.projects.import_tasks(id=p.id, request=generate(emails, n_tasks=n_tasks, seed=5).tasks)
+        pid = int(p.id)
+        settings = tmp / "faults.toml"
+        # meta: the detail has no bulk write, so a first sync is one PATCH per task (a long job)
+        settings.write_text("[report]\nbootstrap = 100\n[sync]\nviews = false\nmeta = true\n")
+        q = RedisQueue(redis.url)
+        common = ["--queue", redis.url, "--url", server.url, "--token", server.token,
+                  "--settings", str(settings)]
+        names = ["f1", "f2"]
+        for n in names:
+            procs.append(_Proc(["worker", *common, "--out", str(tmp / n), "--name", n], tmp / f"{n}.log"))
+        workers = dict(zip(names, procs))
+        _wait(lambda: q.workers() == 2, 60, "two workers")
+        print(f"faults: one project of {n_tasks} demo tasks, first sync one PATCH per task; "
+              "two workers, default lease")
+        t0 = time.time()
+        job = q.enqueue(pid, "bench", action="RECONCILE")
+        _wait(lambda: q.get(job.id).status == "running", 120, "the job to start", step=0.05)
+        time.sleep(2.0)
+        who = next(n for n, w in workers.items() if f"job {job.id}: syncing" in w.text())
+        if q.get(job.id).status != "running":
+            raise RuntimeError("the job ended before the kill: use more --fault-tasks")
+        workers[who].p.send_signal(signal.SIGKILL)
+        workers[who].p.wait(10)
+        t_kill = time.time()
+        again = _wait(lambda: (lambda j: j if j.started_at and j.started_at > t_kill else None)(
+            q.get(job.id)), 900, "another worker to take the job", step=0.1)
+        done = _wait(lambda: (lambda j: j if j.status in ("done", "failed") else None)(q.get(job.id)),
+                     900, "the job to end", step=0.2)
+        print(f"  worker SIGKILLed {t_kill - t0:.1f} s into the job: another worker runs it "
+              f"{again.started_at - t_kill:.1f} s after the kill, done {done.finished_at - t_kill:.1f} s "
+              f"after it ({done.status}, attempt {done.attempts})")
+
+        serve, port = _serve(tmp, "faults-serve", server.url, server.token, redis.url)
+        procs.append(serve)
+        assert _post(port, 999_999) == 200
+        redis.stop(kill=True)
+        down = _post(port, 999_999)
+        time.sleep(2.0)
+        redis.start()
+        t_up = time.time()
+        _wait(lambda: _post(port, 999_999) == 200, 120, "serve to acknowledge again", step=0.05)
+        t_ack = time.time() - t_up
+        job = q.enqueue(pid, "bench", action="RECONCILE")
+        _wait(lambda: q.get(job.id).status in ("done", "failed"), 600, "a job after the restart")
+        j = q.get(job.id)
+        print(f"  Redis SIGKILLed (webhook meanwhile: {down}) and up again 2 s later: serve answers "
+              f"200 {t_ack:.2f} s after it is up; a job queued then is started {j.started_at - t_up:.1f} s "
+              f"and done {j.finished_at - t_up:.1f} s after ({j.status})")
+        serve.p.send_signal(signal.SIGKILL)
+        serve.p.wait(10)
+        t_kill = time.time()
+        serve2, _ = _serve(tmp, "faults-serve", server.url, server.token, redis.url, port=port)
+        procs.append(serve2)
+        _wait(lambda: _post(port, 999_999) == 200, 120, "the new serve to acknowledge", step=0.05)
+        print(f"  serve SIGKILLed and started again: answers 200 {time.time() - t_kill:.1f} s later")
+        q.close()
+    finally:
+        for pr in procs:
+            pr.stop()
+        server.stop()
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m benchmarks scale")
     ap.add_argument("--events", type=int, default=3000)
@@ -220,6 +315,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--workers", default="1,2,4")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--skip", choices=["receiver", "workers"], action="append", default=[])
+    ap.add_argument("--faults", action="store_true", help="also time a worker's SIGKILL and restarts")
+    ap.add_argument("--fault-tasks", type=int, default=150)
     a = ap.parse_args(argv or [])
     from ls_agreement.plugin.local_redis import LocalRedis
     with tempfile.TemporaryDirectory() as tmp_s:
@@ -230,6 +327,8 @@ def main(argv: list[str] | None = None) -> None:
             if "workers" not in a.skip:
                 workers(tmp, redis.url, a.projects, a.tasks,
                         [int(x) for x in a.workers.split(",")], a.rounds)
+            if a.faults:
+                faults(tmp, redis, a.fault_tasks)
 
 
 if __name__ == "__main__":
