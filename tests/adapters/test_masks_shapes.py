@@ -295,6 +295,15 @@ def test_labels_with_an_image_tool_and_the_installed_template():
                f'</Labels><{tool} name="tool" toName="img"/></View>')
         cfg = parse_config(xml)
         assert cfg.controls["lab"].kind == kind and cfg.controls["tool"].kind == kind
+    # a Labels tag's results on a brush region: type "labels", the mask beside the labels
+    xml = ('<View><Image name="image" value="$image"/><Labels name="lab" toName="image"><Label value="A"/>'
+           '</Labels><Brush name="tool" toName="image"/></View>')
+    disc = np.zeros((H, W), np.uint8)
+    disc[5:9, 5:9] = 255
+    res = [_result("lab", "labels", {"format": "rle", "rle": mask2rle(disc), "labels": ["A"]}),
+           _result("tool", "brush", {"format": "rle", "rle": mask2rle(disc)}, rid="r1")]
+    vals, _ = _values(xml, [_task(1, {1: res})], "lab")
+    assert vals[(1, "1")] == (Mask.from_array(disc, "A"),)
     path = _template("semantic-segmentation-with-masks")
     cfg = parse_config(path.read_text())
     spec = cfg.controls["tag"]
