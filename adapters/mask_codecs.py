@@ -38,7 +38,7 @@ __all__ = ["RleError", "decode_rle_values", "decode_rle_mask", "decode_png_mask"
 _HEADER_BITS = 32 + 5 + 4 * 4
 # bit offsets within a byte, as right shifts of the 32 bits from that byte to its 19 first
 _BIT_SHIFTS = (13 - np.arange(8)).astype(np.uint32)
-# bit positions are int32
+# streams longer than this are refused (bit positions are int32: 2**30 bits at most)
 MAX_RLE_BYTES = 2 ** 27
 # record chains are walked in strides of 2**_STRIDE_BITS records
 _STRIDE_BITS = 4

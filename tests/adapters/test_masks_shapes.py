@@ -13,10 +13,9 @@ import base64
 import io
 import math
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
-import pandas as pd
 import pytest
 from label_studio_sdk.converter.brush import decode_rle, mask2rle
 from label_studio_sdk.label_interface import LabelInterface
@@ -253,9 +252,10 @@ def test_vectors_with_bezier_segments_branches_and_closing():
         {"id": "d", "x": 90, "y": 10, "prevPointId": "b", "isBezier": False},     # a branch from b
     ]
     results = [_result("vector", "vectorlabels", {"vertices": verts, "closed": False, "vectorlabels": ["Lane"]}),
-               _result("vector", "vectorlabels", {"vertices": [{"id": "p", "x": 0, "y": 0}, {"id": "q", "x": 10, "y": 0},
-                                                               {"id": "r", "x": 10, "y": 10}],
-                                                  "closed": True, "vectorlabels": ["Edge"]}, rid="r2")]
+               _result("vector", "vectorlabels",
+                       {"vertices": [{"id": "p", "x": 0, "y": 0}, {"id": "q", "x": 10, "y": 0},
+                                     {"id": "r", "x": 10, "y": 10}],
+                        "closed": True, "vectorlabels": ["Edge"]}, rid="r2")]
     assert LabelInterface(CONFIG).validate_prediction({"result": results}, return_errors=True) == []
     vals, out = _values(CONFIG, [_task(1, {1: results})], "vector")
     assert out.controls["vector"].kind == "curves"
@@ -277,7 +277,8 @@ def test_vectors_with_bezier_segments_branches_and_closing():
 
 
 def test_vector_vertices_checked_with_their_field():
-    bad = [_result("vector", "vectorlabels", {"vertices": [{"id": "a", "x": 1, "y": "2"}], "vectorlabels": ["Lane"]}),
+    bad = [_result("vector", "vectorlabels", {"vertices": [{"id": "a", "x": 1, "y": "2"}],
+                                              "vectorlabels": ["Lane"]}),
            _result("vector", "vectorlabels", {"vertices": [], "vectorlabels": ["Lane"]}, rid="r2"),
            _result("vector", "vectorlabels", {"vertices": [{"id": "a", "x": 1, "y": 2, "isBezier": True,
                                                             "controlPoint1": {"x": 1}}]}, rid="r3"),
@@ -376,7 +377,8 @@ def scenario_tasks(control: str, scenario: str, n_tasks: int = 30, seed: int = 0
             if scenario == "identical":
                 c, lab = truth, truth_label
             elif scenario == "careless" and a < 4:
-                c, lab = truth + np.array([*rng.normal(0, 0.7, 2), *rng.normal(0, 0.4, 2), rng.normal(0, 3)]), truth_label
+                jitter = np.array([*rng.normal(0, 0.7, 2), *rng.normal(0, 0.4, 2), rng.normal(0, 3)])
+                c, lab = truth + jitter, truth_label
             else:
                 c, lab = _random_shape(rng), labels[rng.integers(len(labels))]
             by[a] = [_shape_result(control, c, lab, f"t{t}a{a}")]
