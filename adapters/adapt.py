@@ -31,7 +31,7 @@ import pandas as pd
 from . import (choices, intervals, masks, pairwise, per_region, ranking, regions, relations, scalars, shapes, spans,
                text, tracks)
 from .config import LabelingConfig, parse_config
-from .control import ControlData, candidate_distances, default_distance
+from .control import ControlData, candidate_distances, default_distance, unread_note
 from .errors import AdapterError, BadValue, Problems, SuspectValue, show
 from .fields import MISSING
 from .offered import offered_answers, offers_answers
@@ -127,10 +127,11 @@ def adapt(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool =
     relation_ctl = next((n for n, s in specs.items() if s.family == "relations"), None)
     unrouted_relations = 0
     seen: set = set()
+    results_of: dict[str, int] = {n: 0 for n in specs}   # results read or skipped, per control
     ids_as_text: dict[str, Any] = {}
     if not isinstance(tasks, (list, tuple)):
         try:
-            tasks = list(tasks)
+            tasks = iter(tasks)   # a stream (iter_export) is read task by task, never listed
         except TypeError:
             raise AdapterError(f"tasks must be a list of task objects, got {type(tasks).__name__}") from None
 
@@ -203,6 +204,7 @@ def adapt(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool =
                         continue
                     bucket = got[fn] = []
                 parse_fn, types, spec = handlers[fn]
+                results_of[fn] += 1
                 value = res if fn in whole_result else res.get("value")
                 if type(value) is not dict:
                     problems.report("missing or not an object", task_id=tid, annotation_id=aid,
@@ -284,6 +286,10 @@ def adapt(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool =
                 vv.append(v)
         if n in dependent:
             ctl_warn = ctl_warn + state.warnings(n)
+        unread = results_of[n] - sum(len(p) for _, _, p in cell if type(p) is list)
+        if unread > 0 and n not in dependent:
+            # said on the control: answers left after skipping may not vary as the export does
+            ctl_warn = ctl_warn + [unread_note(unread, results_of[n])]
         kind = spec.kind
         table = pd.DataFrame({
             "item": pd.Series(vi, dtype=object if vi and type(vi[0]) is str else None),

@@ -19,7 +19,11 @@ from ls_agreement.metrics.distances.registry import canonical_kind
 from .config import ControlSpec
 
 __all__ = ["ControlData", "DEFAULT_DISTANCE", "default_distance", "candidate_distances",
-           "fitting_distances"]
+           "fitting_distances", "unread_note", "unread_warning", "UNREAD"]
+
+#: How a control's warnings start when some of its results could not be read (the report
+#: then does not call it "no variation" without saying so)
+UNREAD = "results of this control could not be read"
 
 # Default distance per value kind (docs/formulas.md §4); scalars depend on the tag.
 DEFAULT_DISTANCE: dict[str, str] = {
@@ -70,6 +74,17 @@ class ControlData:
         if len(self.table) < 2:
             return False
         return bool((self.table.groupby("item", sort=False).size() >= 2).any())
+
+
+def unread_note(unread: int, total: int) -> str:
+    """The control warning for ``unread`` of its ``total`` results skipped as unreadable."""
+    return (f"{unread} of {total} {UNREAD} and were skipped (the warnings name each); the answers left "
+            "are measured")
+
+
+def unread_warning(ctl: "ControlData") -> str | None:
+    """The unread-results warning of a control, if any."""
+    return next((w for w in ctl.warnings if UNREAD in w), None)
 
 
 def default_distance(spec: ControlSpec) -> str:

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ls_agreement.adapters.adapt import adapt
-from ls_agreement.adapters.control import ControlData, fitting_distances
+from ls_agreement.adapters.control import ControlData, fitting_distances, unread_warning
 from ls_agreement.adapters.errors import AdapterError
 from ls_agreement.adapters.spans import span_units_table
 from ls_agreement.metrics.distances.registry import get_distance
@@ -209,7 +209,10 @@ def control_report(ctl: ControlData, settings: ReportSettings) -> ControlReport:
         pair_matrix_section(res, table, settings, entry)
         label_section(ctl, settings, entry)
     if not res.d_e > 0:
-        _unmeasured(entry, "no_variation", NO_VARIATION.format(distance=res.distance))
+        unread = unread_warning(ctl)   # skipped results may be the only reason the answers left agree
+        _unmeasured(entry, "no_variation", NO_VARIATION.format(distance=res.distance)
+                    + (f"; but {unread.split(' (')[0]}, so the answers left may not show what the export holds"
+                       if unread else ""))
     return entry
 
 

@@ -179,3 +179,22 @@ def test_dynamic_choices_agreement_runs_through_the_options():
     assert table["options"][0] == ("1-0", "1-1", "1-2")
     # each annotator gives a different option on every task: full disagreement, below chance
     assert agreement(table, "nominal", bootstrap=0).alpha < 0
+
+
+def test_no_variation_says_when_results_were_skipped():
+    """Results the adapter cannot read leave empty answers: the control is not called
+    "no variation" without saying that its results were skipped."""
+    from ls_agreement.plugin.report.build import control_report
+    from ls_agreement.plugin.settings import ReportSettings
+
+    config = ("<View><Text name='t' value='$t'/><Choices name='c' toName='t' choice='multiple'>"
+              "<Choice value='a'/><Choice value='b'/></Choices></View>")
+    bad = [{"from_name": "c", "to_name": "t", "type": "choices", "value": {"choices": [{"not": "a choice"}]}}]
+    out = adapt(config, [_task(t, {"t": "x"}, [bad] * 3) for t in range(1, 6)])
+    ctl = out.controls["c"]
+    assert ctl.warnings == ["15 of 15 results of this control could not be read and were skipped (the warnings "
+                            "name each); the answers left are measured"]
+    entry = control_report(ctl, ReportSettings(bootstrap=0))
+    assert entry.status == "no_variation"
+    assert entry.reason.endswith("but 15 of 15 results of this control could not be read and were skipped, so "
+                                 "the answers left may not show what the export holds")
