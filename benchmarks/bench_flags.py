@@ -1,6 +1,6 @@
 """Task flags against planted problems: precision and recall of the report's flags.
 
-Projects come from the demo generator (``plugin/demo_data.py``), which knows its planted
+Projects come from the demo generator (``demo/data.py``), which knows its planted
 problems: tasks where the careless annotator's answer departs from the truth in some
 control, and ambiguous tasks whose careful annotators split between the two readings
 (``DemoProject.planted``; ambiguous tasks where everyone picked one reading show nothing
@@ -17,7 +17,7 @@ import argparse
 import time
 from typing import Any
 
-from ls_agreement.plugin import demo_data
+from ls_agreement.demo import data as demo_data
 from ls_agreement.plugin.report.build import build_report
 from ls_agreement.plugin.settings import ReportSettings
 

@@ -33,7 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
-from ls_agreement.plugin.demo_data import ANNOTATORS, DEMO_CONFIG, generate
+from ls_agreement.demo.data import ANNOTATORS, DEMO_CONFIG, generate
 
 
 def _rss_mb() -> float:
@@ -192,7 +192,7 @@ def bench_server(n_big: int, n_small: int, n_events: int, n_flood: int, flood_s:
 
     from ls_agreement.plugin.cli import main as cli_main
     from ls_agreement.plugin.commands import serve as serve_cmd
-    from ls_agreement.plugin.server import LocalLabelStudio
+    from ls_agreement.demo.local_server import LocalLabelStudio
 
     with tempfile.TemporaryDirectory() as tmp:
         server = LocalLabelStudio(Path(tmp) / "ls", port=0)

@@ -80,7 +80,7 @@ def _wait(cond: Any, timeout: float, what: str, step: float = 0.2) -> Any:
 
 def _serve(tmp: Path, name: str, ls_url: str, token: str, queue: str | None,
            port: int = 0) -> tuple[_Proc, int]:
-    from ls_agreement.plugin.server import free_port
+    from ls_agreement.demo.host import free_port
     port = port or free_port()
     args = ["serve", "--url", ls_url, "--token", token, "--port", str(port), "--secret", SECRET,
             "--state", str(tmp / f"{name}.sqlite"), "--out", str(tmp / f"{name}-out"),
@@ -149,10 +149,10 @@ def receiver(tmp: Path, redis_url: str, n: int, clients: int) -> None:
 # -- part 2: workers -----------------------------------------------------------------------------
 def workers(tmp: Path, redis_url: str, n_projects: int, n_tasks: int, counts: list[int],
             rounds: int) -> None:
-    from ls_agreement.plugin.demo_data import ANNOTATORS, DEMO_CONFIG, generate
+    from ls_agreement.demo.data import ANNOTATORS, DEMO_CONFIG, generate
     from ls_agreement.plugin.queue.redis_queue import RedisQueue
     from ls_agreement.plugin.queue.shared_state import SharedProjects
-    from ls_agreement.plugin.server import LocalLabelStudio
+    from ls_agreement.demo.local_server import LocalLabelStudio
 
     server = LocalLabelStudio(tmp / "ls", port=0, experimental=True)
     server.start(timeout=300)
@@ -232,9 +232,9 @@ def _post(port: int, project: int) -> int:
 
 
 def faults(tmp: Path, redis: Any, n_tasks: int) -> None:
-    from ls_agreement.plugin.demo_data import ANNOTATORS, DEMO_CONFIG, generate
+    from ls_agreement.demo.data import ANNOTATORS, DEMO_CONFIG, generate
     from ls_agreement.plugin.queue.redis_queue import RedisQueue
-    from ls_agreement.plugin.server import LocalLabelStudio
+    from ls_agreement.demo.local_server import LocalLabelStudio
 
     server = LocalLabelStudio(tmp / "ls-faults", port=0, experimental=True)
     server.start(timeout=300)
@@ -318,7 +318,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--faults", action="store_true", help="also time a worker's SIGKILL and restarts")
     ap.add_argument("--fault-tasks", type=int, default=150)
     a = ap.parse_args(argv or [])
-    from ls_agreement.plugin.local_redis import LocalRedis
+    from tests.local_redis import LocalRedis
     with tempfile.TemporaryDirectory() as tmp_s:
         tmp = Path(tmp_s)
         with LocalRedis(tmp / "redis") as redis:

@@ -78,7 +78,7 @@ def _ours(task: dict[str, Any]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ls_agreement.plugin.server import LocalLabelStudio
+    from ls_agreement.demo.local_server import LocalLabelStudio
     from ls_agreement.plugin.settings import PluginSettings, ReportSettings, SyncOptions
     from ls_agreement.plugin.sync import sync_project
 
@@ -213,18 +213,20 @@ def main(argv: list[str] | None = None) -> int:
 def bench_demo(n: int, bootstrap: int, db: str = "sqlite") -> int:
     """Bulk first sync / bare export on the demo generator's project of ``n`` tasks, Label
     Studio on SQLite or on PostgreSQL (where the bulk action is one ``jsonb_set`` update)."""
-    from ls_agreement.plugin.demo_data import ANNOTATORS, DEMO_CONFIG, generate
-    from ls_agreement.plugin.server import LocalLabelStudio
+    from ls_agreement.demo.data import ANNOTATORS, DEMO_CONFIG, generate
+    from ls_agreement.demo.local_server import LocalLabelStudio
     from ls_agreement.plugin.settings import PluginSettings, ReportSettings, SyncOptions
     from ls_agreement.plugin.sync import sync_project
 
     with tempfile.TemporaryDirectory(prefix="bench-sync-demo-") as tmp:
         pg = None
         if db == "postgresql":
-            from ls_agreement.plugin.local_postgres import LocalPostgres
+            from tests.local_postgres import LocalPostgres, PostgresLabelStudio
             pg = LocalPostgres(Path(tmp) / "pg", port=0)
             pg.start()
-        server = LocalLabelStudio(Path(tmp) / "ls", port=0, experimental=True, postgres=pg)
+            server = PostgresLabelStudio(Path(tmp) / "ls", port=0, experimental=True, postgres=pg)
+        else:
+            server = LocalLabelStudio(Path(tmp) / "ls", port=0, experimental=True)
         try:
             server.start(timeout=900)
             users = {a.email: server.create_user(a.email, a.first_name, a.last_name)

@@ -13,15 +13,17 @@ import sys
 import traceback
 from typing import Sequence
 
-# sub-command -> module under ls_agreement.plugin.commands; each module defines
-# `HELP: str`, `add_arguments(parser)` and `run(args) -> int`.
+# sub-command -> module (under ls_agreement.plugin.commands, or a full module name); each
+# module defines `HELP: str`, `add_arguments(parser)` and `run(args) -> int`. `demo` lives
+# in its own package (ls_agreement.demo: a local Label Studio and a sample project), which
+# nothing of the service imports; where it is not installed the command is not offered.
 COMMANDS = {
     "report": "report",
     "sync": "sync",
     "connect": "connect",
     "serve": "serve",
     "worker": "worker",
-    "demo": "demo",
+    "demo": "ls_agreement.demo.command",
 }
 
 from .errors import EXIT_BAD_INPUT, EXIT_INTERNAL, AgreementError, describe, exit_code
@@ -48,11 +50,12 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--debug", action="store_true",
                         help="print the traceback of an internal error (exit code 1)")
     for name, module_name in COMMANDS.items():
+        full = module_name if "." in module_name else f"{__package__}.commands.{module_name}"
         try:
-            module = importlib.import_module(f"{__package__}.commands.{module_name}")
+            module = importlib.import_module(full)
         except ModuleNotFoundError as exc:
-            if exc.name and exc.name.endswith(f"commands.{module_name}"):
-                continue  # command not built yet
+            if exc.name and full.startswith(exc.name):
+                continue  # the command's package is not installed
             raise
         p = sub.add_parser(name, help=module.HELP, description=module.HELP, parents=[common])
         module.add_arguments(p)

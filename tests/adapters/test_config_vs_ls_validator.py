@@ -85,7 +85,7 @@ EXTRA = {
 
 
 def _ls_python() -> Path | None:
-    from ls_agreement.plugin.server import LocalLabelStudio
+    from ls_agreement.demo.local_server import LocalLabelStudio
 
     server = LocalLabelStudio(Path(tempfile.gettempdir()), port=0)
     return server.venv_dir / "bin" / "python" if server.is_installed() else None

@@ -19,7 +19,7 @@ from ls_agreement.metrics.model import Interval as I
 from ls_agreement.plugin.report.build import build_report
 from ls_agreement.plugin.report.model import Report
 from ls_agreement.plugin.report.render import render_html
-from ls_agreement.plugin.server import LS_VERSION, default_cache_dir
+from ls_agreement.demo.local_server import LS_VERSION, default_cache_dir
 from ls_agreement.plugin.settings import ReportSettings
 
 AUDIO = """<View><Labels name="label" toName="audio"><Label value="Speech"/><Label value="Noise"/></Labels>

@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 
 from ls_agreement.plugin import cli
-from ls_agreement.plugin.server import LS_VERSION
+from ls_agreement.demo.local_server import LS_VERSION
 
 from .files import (COMPOSE, DOCKERFILE, IMAGES, Instruction, LOCAL, MissingVariable, ROOT,
     SECRET_NAME, SERVICES, argv_of, container_ports, dockerignore_patterns, env_of, health_argv,

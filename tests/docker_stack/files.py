@@ -20,7 +20,7 @@ from unittest import mock
 from urllib.parse import urlsplit
 
 from ls_agreement.plugin import cli
-from ls_agreement.plugin.server import LS_VERSION
+from ls_agreement.demo.local_server import LS_VERSION
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKER = ROOT / "docker"

@@ -45,7 +45,7 @@ import pytest
 import yaml          # the `test` extra lists PyYAML: a missing one fails loudly, not skips
 
 from ls_agreement.plugin import cli
-from ls_agreement.plugin.server import LS_VERSION
+from ls_agreement.demo.local_server import LS_VERSION
 
 from .checker import check_label_studio_env, check_stack
 from .files import (COMPOSE, DOCKERFILE, DOCKERIGNORE, ENV_EXAMPLE, MissingVariable,
@@ -320,7 +320,7 @@ def _worker_and_health(tmp_path: Path
     """A local redis-server, and ``(url, health, start)``: its URL; run the worker service's healthcheck
     against it; start a real ``ls-agreement worker`` on it, as the compose service does
     (queue from LS_AGREEMENT_QUEUE), returning once the healthcheck says healthy."""
-    from ls_agreement.plugin.local_redis import LocalRedis, redis_binary
+    from tests.local_redis import LocalRedis, redis_binary
     if redis_binary() is None:
         pytest.skip("no redis-server here (apt-get install redis-server)")
     code = _health_code("worker")

@@ -56,7 +56,7 @@ def test_factorize_codes_follow_the_labels_not_the_rows() -> None:
 
 
 def test_report_of_a_shuffled_export_is_the_same() -> None:
-    from ls_agreement.plugin import demo_data
+    from ls_agreement.demo import data as demo_data
     from ls_agreement.plugin.report.build import build_report
     from ls_agreement.plugin.settings import ReportSettings
 

@@ -25,8 +25,8 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from ls_agreement.plugin.local_redis import LocalRedis
-from ls_agreement.plugin.server import LocalLabelStudio
+from tests.local_redis import LocalRedis
+from ls_agreement.demo.local_server import LocalLabelStudio
 
 SERVER_FIXTURES = {"ls_server", "ls_client", "ls_pat", "annotators", "make_project",
                    "redis_server"}
@@ -122,20 +122,20 @@ def postgres_label_studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     The PostgreSQL is Debian's (``/usr/lib/postgresql/<major>/bin``; ``bash run.sh test``
     apt-installs it when run as root): a cluster of its own on a free loopback port, run as
     the ``postgres`` system user when we are root, removed at the end. The server's
-    ``.postgres`` is the :class:`~ls_agreement.plugin.local_postgres.LocalPostgres`. The
+    ``.postgres`` is the :class:`~tests.local_postgres.LocalPostgres`. The
     first session migrates a database and caches its dump next to Label Studio's venv (a
     minute or two); later ones restore it (seconds). Skipped, with the reason, only when
     no PostgreSQL server binaries can be found.
     """
-    from ls_agreement.plugin.local_postgres import LocalPostgres, LocalPostgresError, find_bin_dir
+    from tests.local_postgres import LocalPostgres, LocalPostgresError, PostgresLabelStudio, find_bin_dir
 
     try:
         find_bin_dir()
     except LocalPostgresError as exc:
         pytest.skip(str(exc))
     pg = LocalPostgres(tmp_path_factory.mktemp("postgres"), port=0)
-    server = LocalLabelStudio(tmp_path_factory.mktemp("label-studio-pg"), port=0,
-                              experimental=True, postgres=pg)
+    server = PostgresLabelStudio(tmp_path_factory.mktemp("label-studio-pg"), port=0,
+                                 experimental=True, postgres=pg)
     try:
         pg.start()
         server.start(timeout=900)   # the first ever start migrates PostgreSQL

@@ -18,7 +18,7 @@ import pytest
 from ls_agreement.plugin.client import Connection
 from ls_agreement.plugin.push import BULK_ACTION, _plan, _Tuner, push
 from ls_agreement.plugin.pushback import META_KEY, UPDATED_KEY, Desired, Write, current_of, needs_write
-from ls_agreement.plugin.server import LocalLabelStudio
+from ls_agreement.demo.local_server import LocalLabelStudio
 from ls_agreement.plugin.settings import PluginSettings, ReportSettings, SyncOptions, settings_from_mapping
 from ls_agreement.plugin.sync import sync_project
 

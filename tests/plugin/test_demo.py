@@ -15,10 +15,10 @@ import pytest
 
 from ls_agreement.plugin.report.model import Report
 
-from ls_agreement.plugin import demo_data
+from ls_agreement.demo import data as demo_data
 from ls_agreement.plugin.cli import main
-from ls_agreement.plugin.commands import demo
-from ls_agreement.plugin.server import LS_VERSION
+from ls_agreement.demo import command as demo
+from ls_agreement.demo.local_server import LS_VERSION
 
 USER_IDS = {a.email: 10 + k for k, a in enumerate(demo_data.ANNOTATORS)}
 

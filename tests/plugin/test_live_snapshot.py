@@ -17,7 +17,7 @@ from ls_agreement.plugin.live.snapshot import (SNAPSHOT_VERSION, SnapshotError, 
                                                dump_pushed, load_baseline, load_event, load_pushed)
 from ls_agreement.plugin.job_backend import StoredEvent
 from ls_agreement.plugin.pushback import Desired, desired_for
-from ls_agreement.plugin.demo_data import DEMO_CONFIG
+from ls_agreement.demo.data import DEMO_CONFIG
 from ls_agreement.plugin.settings import ReportSettings
 
 from .test_live_units import RATING_CONFIG, demo_tasks, rating_tasks

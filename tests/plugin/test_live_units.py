@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from ls_agreement.metrics.baseline import Baseline, item_scores
-from ls_agreement.plugin.demo_data import ANNOTATORS, DEMO_CONFIG, generate
+from ls_agreement.demo.data import ANNOTATORS, DEMO_CONFIG, generate
 from ls_agreement.plugin.live.baseline import apply_scores, make_baseline, score_tasks
 from ls_agreement.plugin.live.events import apply_event
 from ls_agreement.plugin.live.mirror import ProjectMirror

@@ -23,7 +23,7 @@ from typing import Iterator
 
 import pytest
 
-from ls_agreement.plugin import demo_data
+from ls_agreement.demo import data as demo_data
 from ls_agreement.plugin.report.build import build_report
 from ls_agreement.plugin.report.render import render_html
 from ls_agreement.plugin.report.render_charts import nice_ticks

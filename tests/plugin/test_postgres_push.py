@@ -17,13 +17,13 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from ls_agreement.plugin import demo_data
+from ls_agreement.demo import data as demo_data
 from ls_agreement.plugin.client import Connection
-from ls_agreement.plugin.local_postgres import LocalPostgres, LocalPostgresError, find_bin_dir
+from tests.local_postgres import LocalPostgres, LocalPostgresError, PostgresLabelStudio, find_bin_dir
 from ls_agreement.plugin.push import BULK_ACTION, push
 from ls_agreement.plugin.pushback import (META_KEY, UPDATED_KEY, Desired, Write, current_of,
                                           needs_write)
-from ls_agreement.plugin.server import LocalLabelStudio
+from ls_agreement.demo.local_server import LocalLabelStudio
 from ls_agreement.plugin.sync import sync_project
 
 from .conftest import ANNOTATOR_EMAILS, create_project
@@ -267,7 +267,7 @@ def test_environment_points_label_studio_at_postgres_only_when_asked(
     plain = LocalLabelStudio(tmp_path / "a").environment()
     assert "DJANGO_DB" not in plain and not any(k.startswith("POSTGRE_") for k in plain)
     pg = LocalPostgres(tmp_path / "pg", port=5999, user="ls_user", database="ls_db")
-    on_pg = LocalLabelStudio(tmp_path / "b", postgres=pg, database="other").environment()
+    on_pg = PostgresLabelStudio(tmp_path / "b", postgres=pg, database="other").environment()
     assert on_pg["DJANGO_DB"] == "default"
     assert {k: on_pg[k] for k in ("POSTGRE_NAME", "POSTGRE_USER", "POSTGRE_HOST", "POSTGRE_PORT")} \
         == {"POSTGRE_NAME": "other", "POSTGRE_USER": "ls_user", "POSTGRE_HOST": "127.0.0.1",

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from ls_agreement.plugin.job_backend import DONE, FAILED, PENDING, RUNNING
-from ls_agreement.plugin.local_redis import LocalRedis
+from tests.local_redis import LocalRedis
 from ls_agreement.plugin.queue import open_queue
 from ls_agreement.plugin.queue.redis_queue import RedisQueue, redact_url
 

@@ -17,7 +17,7 @@ import pytest
 from ls_agreement.plugin.job_backend import DONE
 from ls_agreement.plugin.live.runner import LiveRunner
 from ls_agreement.plugin.live.snapshot import SNAPSHOT_VERSION
-from ls_agreement.plugin.local_redis import LocalRedis
+from tests.local_redis import LocalRedis
 from ls_agreement.plugin.queue.redis_queue import RedisQueue
 from ls_agreement.plugin.queue.shared_state import P, SharedProjects
 from ls_agreement.plugin.settings import load_settings

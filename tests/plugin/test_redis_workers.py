@@ -21,10 +21,10 @@ import pytest
 from ls_agreement.plugin.client import Connection
 from ls_agreement.plugin.job_backend import DONE, RUNNING
 from ls_agreement.plugin.live.project import LiveProject
-from ls_agreement.plugin.local_redis import LocalRedis
+from tests.local_redis import LocalRedis
 from ls_agreement.plugin.queue.redis_queue import RedisQueue
 from ls_agreement.plugin.queue.shared_state import SharedProjects
-from ls_agreement.plugin.server import free_port
+from ls_agreement.demo.host import free_port
 from ls_agreement.plugin.settings import load_settings
 from ls_agreement.plugin.state import SyncState
 from tests.plugin.test_serve import CONFIG, SECRET, SENT, export, make_tasks, result, wait_for

@@ -13,7 +13,7 @@ import pytest
 
 from ls_agreement.metrics import agreement, gwet_ac1, icc
 from ls_agreement.metrics.result import finite_or_none, json_text, strict_json
-from ls_agreement.plugin.demo_data import ANNOTATORS, DEMO_CONFIG, generate
+from ls_agreement.demo.data import ANNOTATORS, DEMO_CONFIG, generate
 from ls_agreement.plugin.report.build import build_report
 from ls_agreement.plugin.report.model import Report
 from ls_agreement.plugin.settings import ReportSettings

@@ -12,7 +12,7 @@ from ls_agreement.adapters.adapt import adapt
 from ls_agreement.metrics import agreement
 from ls_agreement.metrics.pair_matrix import pairwise_agreement
 from ls_agreement.metrics.per_label import per_label_agreement
-from ls_agreement.plugin import demo_data
+from ls_agreement.demo import data as demo_data
 from ls_agreement.plugin.report.build import build_report
 from ls_agreement.plugin.report.model import Report
 from ls_agreement.plugin.report.render import render_html, render_labels_csv, render_pairs_csv

@@ -9,7 +9,7 @@ import pytest
 
 from ls_agreement.adapters.adapt import adapt
 from ls_agreement.metrics.reference import agreement_with_reference
-from ls_agreement.plugin import demo_data
+from ls_agreement.demo import data as demo_data
 from ls_agreement.plugin.report.build import build_report
 from ls_agreement.plugin.report.model import Report
 from ls_agreement.plugin.report.render import ANNOTATOR_COLUMNS, render_csv, render_html

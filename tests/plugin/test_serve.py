@@ -25,7 +25,7 @@ from ls_agreement.plugin.commands import serve as serve_cmd
 from ls_agreement.plugin.commands.connect import PAGE_LINK_PREFIX, quality_page_url, with_page_link
 from ls_agreement.plugin.job_backend import PENDING, RUNNING
 from ls_agreement.plugin.jobs import JobQueue
-from ls_agreement.plugin.server import free_port
+from ls_agreement.demo.host import free_port
 from tests.shared_data import DATA
 
 WEBHOOKS = DATA / "label-studio" / "webhooks"

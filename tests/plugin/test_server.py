@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import requests
 
-from ls_agreement.plugin import server as srv
-from ls_agreement.plugin.server import LocalLabelStudio
+from ls_agreement.demo import local_server as srv
+from ls_agreement.demo.local_server import LocalLabelStudio
 
 CONFIG = """<View>
   <Text name="text" value="$text"/>
@@ -62,7 +62,7 @@ def test_file_lock_serialises(tmp_path: Path) -> None:
     held, release = threading.Event(), threading.Event()
 
     def holder() -> None:
-        with srv._file_lock(lock):
+        with srv.file_lock(lock):
             held.set()
             release.wait(5)
 
@@ -71,7 +71,7 @@ def test_file_lock_serialises(tmp_path: Path) -> None:
     held.wait(5)
     threading.Timer(0.5, release.set).start()
     t0 = time.monotonic()
-    with srv._file_lock(lock):
+    with srv.file_lock(lock):
         waited = time.monotonic() - t0
     t.join()
     assert waited >= 0.4

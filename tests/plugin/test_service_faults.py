@@ -38,7 +38,8 @@ from ls_agreement.plugin.annotator_report import annotator_quality
 from ls_agreement.plugin.client import Connection
 from ls_agreement.plugin.jobs import JobQueue
 from ls_agreement.plugin.pushback import current_of, desired_for, fingerprint, needs_write
-from ls_agreement.plugin.server import LocalLabelStudio, free_port
+from ls_agreement.demo.host import free_port
+from ls_agreement.demo.local_server import LocalLabelStudio
 from ls_agreement.plugin.settings import load_settings
 from ls_agreement.plugin.sync import checked_report, name_annotators
 from tests.shared_data import DATA

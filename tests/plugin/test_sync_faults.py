@@ -19,7 +19,8 @@ import pytest
 from ls_agreement.plugin.cli import main as cli_main
 from ls_agreement.plugin.client import AuthError, NotFound, ServerUnavailable
 from ls_agreement.plugin.pushback import current_of, desired_for, fingerprint, needs_write
-from ls_agreement.plugin.server import LocalLabelStudio, free_port
+from ls_agreement.demo.host import free_port
+from ls_agreement.demo.local_server import LocalLabelStudio
 from ls_agreement.plugin.settings import PluginSettings, SyncOptions
 from ls_agreement.plugin.state import SyncState, project_key
 from ls_agreement.plugin.sync import sync_project

@@ -3,7 +3,7 @@
 Label Studio 1.23.2 keeps them as ``label_studio/annotation_templates/<group>/<name>/
 config.yml`` (keys ``title``, ``type``, ``group``, ``image``, ``details``, ``config``: the
 labeling config XML, often followed by an example task in an XML comment). The package
-lives in the venv the test fixtures install (:class:`ls_agreement.plugin.server.
+lives in the venv the test fixtures install (:class:`ls_agreement.demo.local_server.
 LocalLabelStudio`); it is installed here the same way when missing, unless
 ``LS_AGREEMENT_NO_SERVER`` is set (offline development).
 """
@@ -39,7 +39,7 @@ def templates_dir() -> tuple[Path | None, str]:
     Installs Label Studio into its cached venv when it is missing (3-4 minutes, once),
     exactly as the server fixtures of ``tests/plugin/conftest.py`` do.
     """
-    from ls_agreement.plugin.server import LocalLabelStudio
+    from ls_agreement.demo.local_server import LocalLabelStudio
 
     server = LocalLabelStudio(Path(tempfile.gettempdir()), port=0)
     found = _find(server.venv_dir) if server.is_installed() else None

@@ -1,4 +1,4 @@
-"""A local, real Label Studio server for the tests and ``ls-agreement demo``.
+"""A local, real Label Studio server for ``ls-agreement demo`` (and the tests).
 
 Label Studio is installed into its **own** cached virtualenv (it pins its own SDK and
 Django stack, ≈1 GB), never into the plugin's environment. A migrated data directory is
@@ -15,10 +15,6 @@ Cache layout (``$LS_AGREEMENT_CACHE`` or ``~/.cache/ls-agreement``)::
 """
 from __future__ import annotations
 
-from .errors import LocalServerError
-from .local_accounts import LocalAccounts
-from .local_host import free_port, port_in_use, secret_file, tail_log
-
 import contextlib
 import fcntl
 import hashlib
@@ -30,12 +26,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import Any, Iterator
 
 import httpx
 
-if TYPE_CHECKING:
-    from .local_postgres import LocalPostgres
+from ls_agreement.plugin.errors import LocalServerError
+
+from .accounts import LocalAccounts
+from .host import free_port, port_in_use, secret_file, tail_log
 
 # The Label Studio release the demo and the tests start; `bash run.sh compat` sets
 # LS_AGREEMENT_LS_VERSION to run the server tests against others.
@@ -64,11 +62,9 @@ _FLAG_PREFIXES = ("ff_", "fflag_", "fflag-", "feat_")
 # push-back of plugin/push.py uses it when listed (data_manager/actions/__init__.py).
 EXPERIMENTAL_FLAG = "ff_back_experimental_features"
 # Database settings of Label Studio on PostgreSQL (core/settings/base.py reads POSTGRE_NAME,
-# _USER, _PASSWORD, _HOST, _PORT): stray ones are dropped, ours set when on PostgreSQL.
+# _USER, _PASSWORD, _HOST, _PORT): stray ones are dropped (the tests' PostgreSQL variant,
+# tests/local_postgres.py, sets its own).
 _DB_PREFIXES = ("POSTGRE_",)
-# Label Studio 1.23 talks to PostgreSQL through psycopg 3 (its dependency psycopg[binary]);
-# older releases used psycopg2. Either driver serves Django 5.
-_PG_DRIVERS = ("psycopg", "psycopg2")
 
 
 # kept under its historical name for the callers of this module
@@ -82,7 +78,7 @@ def default_cache_dir() -> Path:
 
 
 @contextlib.contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
+def file_lock(path: Path) -> Iterator[None]:
     """Exclusive advisory lock: two processes racing to install wait for each other."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a+") as fh:
@@ -128,8 +124,8 @@ def enable_legacy_tokens(db_path: Path) -> None:
 
 
 class LocalLabelStudio(LocalAccounts):
-    """One Label Studio process on the loopback interface, SQLite in ``data_dir`` (or a
-    database of a :class:`~.local_postgres.LocalPostgres`).
+    """One Label Studio process on the loopback interface, SQLite in ``data_dir`` (the
+    tests run it on PostgreSQL too: ``tests/local_postgres.py``, a subclass).
 
     Parameters
     ----------
@@ -149,22 +145,12 @@ class LocalLabelStudio(LocalAccounts):
         Start with the feature flag ``ff_back_experimental_features`` on (default), so the
         Data Manager lists its experimental actions and the sync writes agreement keys in
         bulk; ``False`` gives a server without them (tests of the per-task fallback).
-    postgres : LocalPostgres, optional
-        Run on this PostgreSQL instead of SQLite (started here if it is not running).
-        An empty database is loaded from a cached dump of a migrated one (built once per
-        Label Studio version, admin identity and PostgreSQL major version, by a first
-        start that runs the migrations: a minute or two); ``data_dir`` then holds only
-        media, exports and the log.
-    database : str, optional
-        Database of ``postgres`` to use (created, owned by its Label Studio role, when
-        missing); default ``postgres.database``.
     """
 
     def __init__(self, data_dir: Path, port: int = 8089, *, email: str = DEFAULT_EMAIL,
                  password: str = DEFAULT_PASSWORD, token: str = DEFAULT_TOKEN,
                  cache_dir: Path | None = None, version: str = LS_VERSION,
-                 experimental: bool = True, postgres: "LocalPostgres | None" = None,
-                 database: str | None = None) -> None:
+                 experimental: bool = True) -> None:
         if not 6 <= len(token) <= 40:
             raise ValueError(f"Label Studio legacy tokens have 6..40 characters, got {len(token)}")
         self.data_dir = Path(data_dir).resolve()
@@ -173,8 +159,6 @@ class LocalLabelStudio(LocalAccounts):
         self.version = version
         self.experimental = bool(experimental)
         self.cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
-        self.postgres = postgres
-        self.database = (database or postgres.database) if postgres is not None else None
         self.url = ""
         self._proc: subprocess.Popen[bytes] | None = None
 
@@ -202,13 +186,6 @@ class LocalLabelStudio(LocalAccounts):
         return self.home / f"template-{key[:12]}"
 
     @property
-    def pg_template_path(self) -> Path:
-        """Cached plain-SQL dump of a migrated PostgreSQL database holding the admin."""
-        assert self.postgres is not None
-        key = hashlib.sha1(f"{self.email}\0{self.password}\0{self.token}".encode()).hexdigest()
-        return self.home / f"pg{self.postgres.major}-template-{key[:12]}.sql"
-
-    @property
     def _lock_path(self) -> Path:
         return self.cache_dir / f"label-studio-{self.version}.lock"
 
@@ -229,7 +206,7 @@ class LocalLabelStudio(LocalAccounts):
         """
         if self.is_installed():
             return self.executable
-        with _file_lock(self._lock_path):
+        with file_lock(self._lock_path):
             if self.is_installed():
                 return self.executable
             print(f"Installing label-studio=={self.version} into {self.venv_dir} "
@@ -267,7 +244,7 @@ class LocalLabelStudio(LocalAccounts):
         tmpl = self.template_dir
         if (tmpl / "label_studio.sqlite3").exists():
             return tmpl
-        with _file_lock(self._lock_path):
+        with file_lock(self._lock_path):
             if (tmpl / "label_studio.sqlite3").exists():
                 return tmpl
             partial = tmpl.with_name(tmpl.name + ".partial")
@@ -286,75 +263,6 @@ class LocalLabelStudio(LocalAccounts):
                 (partial / name).unlink(missing_ok=True)
             partial.rename(tmpl)
         return tmpl
-
-    # -- PostgreSQL ----------------------------------------------------------------
-    def _ensure_pg_driver(self) -> None:
-        """Install psycopg into Label Studio's venv if no PostgreSQL driver is there (its
-        own dependency; only a venv trimmed by hand would lack it)."""
-        py = str(self.venv_dir / "bin" / "python")
-        probe = "import importlib.util as u, sys; sys.exit(not any(u.find_spec(m) for m in %r))"
-        if subprocess.run([py, "-c", probe % (_PG_DRIVERS,)]).returncode == 0:
-            return
-        with _file_lock(self._lock_path):
-            self._run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                       "psycopg[binary]>=3.2,<4"], "install psycopg into Label Studio's venv")
-
-    def ensure_pg_template(self, timeout: float = 600) -> Path | None:
-        """The cached dump of a migrated database, built once by a first start on a scratch
-        database of :attr:`postgres` (the PostgreSQL twin of :meth:`ensure_template`).
-
-        Returns
-        -------
-        Path or None
-            The dump; None when ``pg_dump`` is missing (each new database then migrates).
-        """
-        pg = self.postgres
-        assert pg is not None
-        if not pg.has_binary("pg_dump"):
-            return None
-        path = self.pg_template_path
-        if path.exists():
-            return path
-        with _file_lock(self._lock_path):
-            if path.exists():
-                return path
-            print("Preparing a migrated Label Studio database on PostgreSQL (once; a minute "
-                  "or two)...", file=sys.stderr, flush=True)
-            scratch_dir = path.with_name(path.stem + ".partial")
-            partial = path.with_name(path.name + ".partial")
-            shutil.rmtree(scratch_dir, ignore_errors=True)
-            scratch_db = "ls_agreement_template_build"
-            pg.drop_database(scratch_db)
-            pg.create_database(scratch_db)
-            try:
-                builder = LocalLabelStudio(scratch_dir, 0, email=self.email,
-                                           password=self.password, token=self.token,
-                                           cache_dir=self.cache_dir, version=self.version,
-                                           postgres=pg, database=scratch_db)
-                scratch_dir.mkdir(parents=True)
-                builder._launch(timeout)
-                builder.stop()
-                pg.dump(scratch_db, partial)
-                partial.rename(path)
-            finally:
-                pg.drop_database(scratch_db)
-                shutil.rmtree(scratch_dir, ignore_errors=True)
-                partial.unlink(missing_ok=True)
-        return path
-
-    def _prepare_postgres(self) -> None:
-        """Start the PostgreSQL, create the database, load the migrated template into it
-        when it is empty (Label Studio migrates whatever the template lacks at start)."""
-        pg = self.postgres
-        assert pg is not None and self.database is not None
-        pg.start()
-        self._ensure_pg_driver()
-        if not pg.database_exists(self.database):
-            pg.create_database(self.database)
-        if not pg.has_table("django_migrations", self.database):
-            dump = self.ensure_pg_template()
-            if dump is not None:
-                pg.restore(dump, self.database)
 
     # -- process -------------------------------------------------------------------
     def environment(self) -> dict[str, str]:
@@ -379,8 +287,6 @@ class LocalLabelStudio(LocalAccounts):
             "SECRET_KEY": self._secret_key(),
             "PATH": f"{self.venv_dir / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
         })
-        if self.postgres is not None:
-            env.update(self.postgres.env(self.database))
         return env
 
     def _secret_key(self) -> str:
@@ -401,12 +307,15 @@ class LocalLabelStudio(LocalAccounts):
             return
         self.ensure_installed()
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        if self.postgres is not None:
-            self._prepare_postgres()
-        elif not (self.data_dir / "label_studio.sqlite3").exists():
+        self._prepare_database()
+        self._launch(timeout)
+
+    def _prepare_database(self) -> None:
+        """A migrated database before the start: the cached template's SQLite copied in
+        when the data dir has none."""
+        if not (self.data_dir / "label_studio.sqlite3").exists():
             tmpl = self.ensure_template()
             shutil.copytree(tmpl, self.data_dir, dirs_exist_ok=True)
-        self._launch(timeout)
 
     def _launch(self, timeout: float) -> None:
         port = self.port or free_port()

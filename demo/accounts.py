@@ -1,18 +1,15 @@
 """The admin's side of a local Label Studio: its SDK client, users and tokens.
 
-Mixed into :class:`~.server.LocalLabelStudio`; the tests act as several annotators of one
+Mixed into :class:`~.local_server.LocalLabelStudio`; the tests act as several annotators of one
 local server, so they need users, each user's legacy token (read from the server's own
 database: Label Studio shows it only to the user) and the admin's personal access token.
 """
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .errors import LocalServerError as LabelStudioError
-
-if TYPE_CHECKING:
-    from .local_postgres import LocalPostgres
+from ls_agreement.plugin.errors import LocalServerError as LabelStudioError
 
 
 class LocalAccounts:
@@ -21,8 +18,6 @@ class LocalAccounts:
     url: str
     token: str
     data_dir: Path
-    postgres: "LocalPostgres | None"
-    database: str | None
 
     def client(self) -> Any:
         """SDK client (label_studio_sdk.LabelStudio) authenticated as the admin."""
@@ -52,21 +47,20 @@ class LocalAccounts:
         Label Studio creates one for every new user (users/models.py, post_save on User)
         but shows it only to the user themself (``GET /api/current-user/token``), and
         users made by :meth:`create_user` have no password to log in with; so it is read
-        from this server's own database (``authtoken_token``; SQLite read-only, or a
-        SELECT on its PostgreSQL).
+        from this server's own database (``authtoken_token``, :meth:`_token_of`).
 
         Raises
         ------
         LabelStudioError
             The user has no token (or the database cannot be read).
         """
-        if self.postgres is not None:
-            key = self.postgres.psql(
-                f"SELECT key FROM authtoken_token WHERE user_id = {int(user_id)}", self.database)
-            if not key:
-                raise LabelStudioError(f"user {user_id} has no API token on {self.url}")
-            return key
+        key = self._token_of(int(user_id))
+        if not key:
+            raise LabelStudioError(f"user {user_id} has no API token on {self.url}")
+        return key
 
+    def _token_of(self, user_id: int) -> str | None:
+        """``authtoken_token.key`` of a user, read-only from the server's SQLite."""
         import sqlite3
 
         db_path = self.data_dir / "label_studio.sqlite3"
@@ -79,9 +73,7 @@ class LocalAccounts:
                 db.close()
         except sqlite3.Error as exc:
             raise LabelStudioError(f"cannot read tokens from {db_path}: {exc}") from exc
-        if not row:
-            raise LabelStudioError(f"user {user_id} has no API token on {self.url}")
-        return str(row[0])
+        return str(row[0]) if row else None
 
     def create_personal_access_token(self) -> str:
         """A personal access token (refresh JWT) for the admin.

@@ -1,7 +1,7 @@
 """A throw-away PostgreSQL server for the tests: Label Studio on PostgreSQL, not SQLite.
 
 Label Studio takes other code paths on PostgreSQL — the Data Manager action
-``add_data_field`` (the bulk push-back of :mod:`.push`) is one ``UPDATE … jsonb_set`` there
+``add_data_field`` (the bulk push-back of :mod:`ls_agreement.plugin.push`) is one ``UPDATE … jsonb_set`` there
 instead of a Python loop over the tasks — so the push-back is tested on both databases.
 This module runs the distribution's own PostgreSQL binaries (Debian's ``postgresql``
 package: ``/usr/lib/postgresql/<major>/bin``) in a private cluster:
@@ -24,18 +24,21 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import hashlib
 import os
 import re
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from .errors import LocalServerError
-from .local_host import free_port, secret_file, tail_log
+from ls_agreement.demo.host import free_port, secret_file, tail_log
+from ls_agreement.demo.local_server import LocalLabelStudio, file_lock
+from ls_agreement.plugin.errors import LocalServerError
 
 #: Overrides the search for the server binaries (a directory holding initdb and postgres).
 BIN_ENV = "LS_AGREEMENT_PG_BIN"
@@ -460,3 +463,113 @@ class LocalPostgres:
                   f"END $$; ALTER ROLE {self.user} WITH LOGIN PASSWORD {pw}")
         if not self.database_exists(self.database):
             self.create_database(self.database)
+
+
+# Label Studio 1.23 talks to PostgreSQL through psycopg 3 (its dependency psycopg[binary]);
+# older releases used psycopg2. Either driver serves Django 5.
+_PG_DRIVERS = ("psycopg", "psycopg2")
+
+
+class PostgresLabelStudio(LocalLabelStudio):
+    """:class:`~ls_agreement.demo.local_server.LocalLabelStudio` on a :class:`LocalPostgres`
+    instead of SQLite (started here if it is not running).
+
+    An empty database is loaded from a cached dump of a migrated one (built once per Label
+    Studio version, admin identity and PostgreSQL major version, by a first start that runs
+    the migrations: a minute or two); ``data_dir`` then holds only media, exports and the
+    log. Parameters are those of ``LocalLabelStudio`` and:
+
+    Parameters
+    ----------
+    postgres : LocalPostgres
+    database : str, optional
+        Database of ``postgres`` to use (created, owned by its Label Studio role, when
+        missing); default ``postgres.database``.
+    """
+
+    def __init__(self, data_dir: Path, port: int = 8089, *, postgres: LocalPostgres,
+                 database: str | None = None, **kw: Any) -> None:
+        super().__init__(data_dir, port, **kw)
+        self.postgres = postgres
+        self.database = database or postgres.database
+
+    @property
+    def pg_template_path(self) -> Path:
+        """Cached plain-SQL dump of a migrated PostgreSQL database holding the admin."""
+        key = hashlib.sha1(f"{self.email}\0{self.password}\0{self.token}".encode()).hexdigest()
+        return self.home / f"pg{self.postgres.major}-template-{key[:12]}.sql"
+
+    def environment(self) -> dict[str, str]:
+        env = super().environment()
+        env.update(self.postgres.env(self.database))
+        return env
+
+    def _token_of(self, user_id: int) -> str | None:
+        return self.postgres.psql(f"SELECT key FROM authtoken_token WHERE user_id = {int(user_id)}",
+                                  self.database) or None
+
+    def _ensure_pg_driver(self) -> None:
+        """Install psycopg into Label Studio's venv if no PostgreSQL driver is there (its
+        own dependency; only a venv trimmed by hand would lack it)."""
+        py = str(self.venv_dir / "bin" / "python")
+        probe = "import importlib.util as u, sys; sys.exit(not any(u.find_spec(m) for m in %r))"
+        if subprocess.run([py, "-c", probe % (_PG_DRIVERS,)]).returncode == 0:
+            return
+        with file_lock(self._lock_path):
+            self._run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                       "psycopg[binary]>=3.2,<4"], "install psycopg into Label Studio's venv")
+
+    def ensure_pg_template(self, timeout: float = 600) -> Path | None:
+        """The cached dump of a migrated database, built once by a first start on a scratch
+        database of :attr:`postgres` (the PostgreSQL twin of ``ensure_template``).
+
+        Returns
+        -------
+        Path or None
+            The dump; None when ``pg_dump`` is missing (each new database then migrates).
+        """
+        pg = self.postgres
+        if not pg.has_binary("pg_dump"):
+            return None
+        path = self.pg_template_path
+        if path.exists():
+            return path
+        with file_lock(self._lock_path):
+            if path.exists():
+                return path
+            print("Preparing a migrated Label Studio database on PostgreSQL (once; a minute "
+                  "or two)...", file=sys.stderr, flush=True)
+            scratch_dir = path.with_name(path.stem + ".partial")
+            partial = path.with_name(path.name + ".partial")
+            shutil.rmtree(scratch_dir, ignore_errors=True)
+            scratch_db = "ls_agreement_template_build"
+            pg.drop_database(scratch_db)
+            pg.create_database(scratch_db)
+            try:
+                builder = PostgresLabelStudio(scratch_dir, 0, email=self.email,
+                                              password=self.password, token=self.token,
+                                              cache_dir=self.cache_dir, version=self.version,
+                                              postgres=pg, database=scratch_db)
+                scratch_dir.mkdir(parents=True)
+                builder._launch(timeout)
+                builder.stop()
+                pg.dump(scratch_db, partial)
+                partial.rename(path)
+            finally:
+                pg.drop_database(scratch_db)
+                shutil.rmtree(scratch_dir, ignore_errors=True)
+                partial.unlink(missing_ok=True)
+        return path
+
+    def _prepare_database(self) -> None:
+        """Start the PostgreSQL, create the database, load the migrated template into it
+        when it is empty (Label Studio migrates whatever the template lacks at start)."""
+        pg = self.postgres
+        pg.start()
+        self._ensure_pg_driver()
+        if not pg.database_exists(self.database):
+            pg.create_database(self.database)
+        if not pg.has_table("django_migrations", self.database):
+            dump = self.ensure_pg_template()
+            if dump is not None:
+                pg.restore(dump, self.database)

@@ -2,7 +2,7 @@
 
 Steps: install Label Studio into its own cached venv (once, 3-4 min) and start it on the
 loopback interface with SQLite in ``--data-dir``; create six annotators; create the
-sample project (``plugin/demo_data.py``: rectangles, spans, a choice, a text area and a
+sample project (``demo/data.py``: rectangles, spans, a choice, a text area and a
 ranking; a careless annotator and ambiguous tasks) with its annotations; run ``sync``
 (compute agreement, push it back into the tasks, create the "Low agreement" view, write
 the reports); print the links and a per-annotator table.
@@ -22,10 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from .. import demo_data
-from ..server import LocalLabelStudio
-from ..report.model import Report
-from .common import EXIT_OK
+from ls_agreement.plugin.commands.common import EXIT_OK
+from ls_agreement.plugin.report.model import Report
+
+from . import data
+from .local_server import LocalLabelStudio
 
 HELP = ("Start a local Label Studio, load a sample multi-annotator project, compute "
         "agreement, push it back and print the links.")
@@ -76,9 +77,9 @@ def _find_project(client: Any, title: str) -> int | None:
 
 def _create_sample_project(client: Any, user_ids: Mapping[str, int], n_tasks: int,
                            seed: int) -> int:
-    sample = demo_data.generate(user_ids, n_tasks=n_tasks, seed=seed)
+    sample = data.generate(user_ids, n_tasks=n_tasks, seed=seed)
     project = client.projects.create(
-        title=demo_data.DEMO_TITLE, label_config=demo_data.DEMO_CONFIG,
+        title=data.DEMO_TITLE, label_config=data.DEMO_CONFIG,
         description="Synthetic sample for ls-agreement: 6 annotators (one careless), "
                     "some deliberately ambiguous tasks.")
     # Import in chunks: keeps each request small and shows progress.
@@ -106,17 +107,17 @@ def run_demo(data_dir: Path, port: int = 8089, *, n_tasks: int = 60, seed: int =
     try:
         client = server.client()
         user_ids = {a.email: server.create_user(a.email, a.first_name, a.last_name)
-                    for a in demo_data.ANNOTATORS}
-        pid = _find_project(client, demo_data.DEMO_TITLE)
+                    for a in data.ANNOTATORS}
+        pid = _find_project(client, data.DEMO_TITLE)
         if pid is not None and fresh:
             client.projects.delete(id=pid)
             pid = None
         if pid is None:
             _say(f"Creating the sample project ({n_tasks} tasks, "
-                 f"{len(demo_data.ANNOTATORS)} annotators) ...")
+                 f"{len(data.ANNOTATORS)} annotators) ...")
             pid = _create_sample_project(client, user_ids, n_tasks, seed)
         outcome = DemoOutcome(server=server, project_id=pid, user_ids=user_ids,
-                              careless_email=next(a.email for a in demo_data.ANNOTATORS
+                              careless_email=next(a.email for a in data.ANNOTATORS
                                                   if a.careless))
         _say("Computing agreement and pushing it back (sync) ...")
         _sync(outcome, bootstrap)

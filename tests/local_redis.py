@@ -1,4 +1,4 @@
-"""A real ``redis-server`` in its own folder on a loopback port (tests, benchmarks, demo).
+"""A real ``redis-server`` in its own folder on a loopback port (tests and benchmarks).
 
 The queue of ``serve --queue redis://…`` must keep every acknowledged webhook event across
 a Redis restart, so this server runs with the append-only file on and ``appendfsync
@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .errors import LocalServerError
-from .local_host import free_port, tail_log
+from ls_agreement.demo.host import free_port, tail_log
+from ls_agreement.plugin.errors import LocalServerError
 
 __all__ = ["LocalRedis", "redis_binary"]
 
