@@ -38,6 +38,7 @@ from .flags import fit_flags
 from .quality import reference_measures
 from .seed import seed_measures
 from .pairs import label_section, pair_matrix_section, project_pair_matrix
+from .rollup import project_annotators, project_tasks
 
 __all__ = ["build_report", "control_report", "collect_warnings"]
 
@@ -358,7 +359,11 @@ def build_report(config_xml: str, tasks: list[dict], settings: ReportSettings | 
                 items.setdefault(str(a), set()).update(map(str, grp.tolist()))
     report = Report(n_tasks=adapted.n_tasks, controls=controls, warnings=warnings, settings=settings.to_dict(),
                     pair_matrix=project_pair_matrix(controls))
-    return report.derive(items, names)
+    # project-level facts, derived once from the controls: flagged tasks, a task's weakest
+    # σ and α, an annotator's pair-weighted means
+    report.tasks = project_tasks(controls, report.settings)
+    report.annotators = project_annotators(controls, items, names)
+    return report
 
 
 # Warnings about our code or its libraries, not about the data: never shown to report readers.

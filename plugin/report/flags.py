@@ -4,8 +4,8 @@
 in the control (``ControlReport.flags``: a few numbers per control and annotator).
 ``task_flag`` flags ONE task from its per-control item entries (mean distance, σ, pairs,
 annotators), those stored models and each control's distance histogram alone, so the live
-service can flag a task without the others; the report's ``derive`` calls it for every
-task. The rule (docs/formulas.md, "Flags"):
+service can flag a task without the others; the report builder's roll-up
+(``rollup.project_tasks``) calls it for every task. The rule (docs/formulas.md, "Flags"):
 
 * *answers farther apart than these annotators reach*: each control's tail probability of
   so large a mean pair distance on an ordinary task with these annotators (read against

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from .flags import task_flag
 from .model import AnnotatorControl, ControlReport, ItemEntry, ProjectAnnotator, TaskEntry
 
 
@@ -14,8 +15,6 @@ def project_tasks(controls: Mapping[str, ControlReport],
                   settings: Mapping[str, Any] | None = None) -> dict[str, TaskEntry]:
     """Every task across the measured controls; its flag from :func:`.flags.task_flag`
     (which also sets each control's ``ItemEntry.flag``)."""
-    from .flags import task_flag
-
     out: dict[str, TaskEntry] = {}
     per_task: dict[str, dict[str, ItemEntry]] = {}
     for name, ctl in controls.items():
