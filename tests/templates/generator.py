@@ -42,7 +42,7 @@ from . import answers, shapes
 from .labeling_config import CLASSIFICATIONS, LABELED_TOOLS, REGION_TOOLS, ControlTag, ObjectTag, ParsedConfig, parse
 from .task_data import ObjectInfo, dynamic_options, make_object_data
 
-__all__ = ["Scenario", "SCENARIOS", "Generated", "generate_export", "measured_controls"]
+__all__ = ["Scenario", "SCENARIOS", "Generated", "generate_export"]
 
 Scenario = Literal["identical", "careless", "random"]
 SCENARIOS: tuple[Scenario, ...] = ("identical", "careless", "random")
@@ -430,8 +430,3 @@ def generate_export(config_xml: str, scenario: Scenario, *, seed: int = 0, n_tas
     careless = ids[-1] if scenario == "careless" else None
     return Generated(tasks, ids, careless, plan.config)
 
-
-def measured_controls(cfg: ParsedConfig) -> list[ControlTag]:
-    """The controls a report must measure: every control of the config but Chat (an
-    object tag here; Chat messages are not answers)."""
-    return [c for c in cfg.controls]

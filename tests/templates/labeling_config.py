@@ -79,15 +79,6 @@ class ControlTag:
     def choice_mode(self) -> ChoiceMode:
         return "multiple" if self.attrs.get("choice", "single").lower() == "multiple" else "single"
 
-    @property
-    def to_name(self) -> str:
-        """The ``to_name`` results carry: the toName attribute as written (several names
-        stay comma-joined; a Pairwise uses its own name, see ``answers``)."""
-        return ",".join(self.to_names)
-
-    @property
-    def nested(self) -> bool:
-        return any(self.tree.values())
 
 
 @dataclass
