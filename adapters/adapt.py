@@ -3,7 +3,8 @@
 One pass over tasks, annotations and results: each result is dispatched by ``from_name``
 to its control's family module (``regions``, ``spans``, ``text``, ``choices``,
 ``scalars``, ``ranking``, ``pairwise``, ``intervals``), which turns it into a common-model object. Then
-each control builds one value per (task, annotator).
+each control builds one value per (task, annotator). A Chat's ``chatmessage`` results are
+read by ``chat`` as the messages per-message answers point at, never as a control's values.
 
 Missing vs empty (README, "Adapters"): an annotator who submitted an annotation on a task
 gives every applicable control a value; for multi-object kinds (regions, spans, intervals) and set
@@ -30,6 +31,7 @@ import pandas as pd
 
 from . import (choices, intervals, masks, pairwise, per_region, ranking, regions, relations, scalars, shapes, spans,
                text, tracks)
+from .chat import Conversation, TaskMessages
 from .config import LabelingConfig, parse_config
 from .control import ControlData, candidate_distances, default_distance, unread_note
 from .errors import AdapterError, BadValue, Problems, SuspectValue, show
@@ -125,6 +127,15 @@ def adapt(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool =
     region_sources = {n for n in specs if multi[n] and n not in dependent and specs[n].kind != "sets"}
     whole_result = {n for n in specs if getattr(fam[n], "WHOLE_RESULT", False)}
     relation_ctl = next((n for n, s in specs.items() if s.family == "relations"), None)
+    # a Chat's messages are regions only, read when some control points at regions (chat.py)
+    chats = {o.name for o in cfg.objects.values() if o.tag.lower() == "chat"} if dependent else set()
+    # per-message answers: chance compares them by their message's place in the task's
+    # conversation, the answers a task offers (metrics' ``options`` column)
+    chat_of = {n: next(t for t in specs[n].to_name if t in chats) for n in dependent
+               if specs[n].family == "per_region" and any(t in chats for t in specs[n].to_name)}
+    for n in chat_of:
+        offers.setdefault(n, {})
+    task_messages = TaskMessages({c: cfg.objects[c].data_key for c in chats})
     unrouted_relations = 0
     seen: set = set()
     results_of: dict[str, int] = {n: 0 for n in specs}   # results read or skipped, per control
@@ -180,6 +191,7 @@ def adapt(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool =
         for ann in select_annotations(task, tid, problems, include_predictions):
             got: dict[str, list] = {}
             region_ids: dict = {}
+            conv = Conversation() if chats else None
             aid = ann.annotation_id
             for r, res in enumerate(ann.result):
                 if type(res) is not dict:
@@ -196,6 +208,13 @@ def adapt(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool =
                     problems.report("from_name missing or not a string" if fn is None else
                                     f"from_name missing or not a string (got {type(fn).__name__} {show(fn)})",
                                     task_id=tid, annotation_id=aid, field=f"result[{r}].from_name")
+                    continue
+                if fn in chats:   # a message of the conversation: a region, never an answer
+                    try:
+                        conv.read(fn, res)
+                    except BadValue as exc:
+                        problems.report(exc.message, task_id=tid, annotation_id=aid,
+                                        field=f"result[{r}].{exc.field}")
                     continue
                 bucket = got.get(fn)
                 if bucket is None:
@@ -239,6 +258,10 @@ def adapt(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool =
                                     field=f"result[{r}].value")
                 if fn in region_sources and len(bucket) > n_before and type(res.get("id")) in (str, int):
                     region_ids.setdefault(res["id"], (fn, bucket, n_before))
+                if fn in chat_of and len(bucket) > n_before:
+                    conv.carried(chat_of[fn], res)
+            if conv is not None:
+                task_messages.add(ann.annotator, conv.link(region_ids))
             who = ann.annotator
             if ann.display and who not in names:
                 names[who] = ann.display
@@ -261,6 +284,11 @@ def adapt(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool =
                     cells[n].append((tid, who, _EMPTY))
                     if ann.ground_truth:
                         gt[n].add((tid, who))
+        if chats:
+            conversation = task_messages.end_task(tid, data)
+            for n, chat in chat_of.items():
+                if conversation.get(chat):
+                    offers[n][tid] = (*(offers[n].get(tid) or ()), *conversation[chat])
 
     controls: dict[str, ControlData] = {}
     states: dict[str, Any] = {}
@@ -310,6 +338,9 @@ def adapt(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool =
             texts=texts.get(n, {}), annotator_names={a: names[a] for a in used if a in names},
             ground_truth=gt[n], warnings=ctl_warn,
         )
+    lone_messages = task_messages.note()
+    if lone_messages is not None:
+        problems.warn(lone_messages)
     if unrouted_relations:
         problems.warn(f"{unrouted_relations} relation result(s) but the labeling config has no "
                       "<Relations> tag; relations are not measured")

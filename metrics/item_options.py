@@ -11,8 +11,9 @@ per item"):
 
 * an item's answers are identified across items by their *position* in its list (option
   k of one item stands for option k of another): each value is rewritten with the
-  positions of the options it holds — in a label, a set of labels, a ranking or the
-  labels of regions — for the chance pairs only;
+  positions of the options it holds — in a label, a set of labels, a ranking, the
+  labels of regions, or the chat message a per-region answer was given to (the options
+  of a per-message control are its conversation's messages) — for the chance pairs only;
 * chance pairs join items of one *stratum*, the items that offer as many answers, so that
   both values of a chance pair could occur on either item.
 
@@ -28,6 +29,7 @@ from typing import Any, Hashable
 
 import numpy as np
 from .errors import BadInput
+from .model import Attributed, Message
 
 __all__ = ["ItemOptions", "item_options", "position_code", "NO_OPTIONS"]
 
@@ -91,6 +93,11 @@ def _rewrite(value: Any, index: dict) -> Any:
         return index.get(value, value)
     if t is frozenset or t is set:
         return frozenset(_rewrite(x, index) for x in value)
+    if t is Attributed:   # a per-region answer: its region (a chat message) and its answer
+        return Attributed(_rewrite(value.region, index), _rewrite(value.value, index))
+    if t is Message:      # a message of the item's conversation: position k stands for k
+        code = index.get(value)
+        return value if code is None else Message("", code)
     if t is tuple or t is list:
         return tuple(_rewrite(x, index) for x in value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type) and hasattr(value, "label"):

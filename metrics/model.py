@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import math
 import numbers
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Hashable, NamedTuple, Sequence
 from .errors import BadInput
 
 __all__ = ["Box", "Polygon", "Keypoint", "Mask", "Ellipse", "Curve", "Span", "Interval", "Relation", "Attributed", "is_region",
-           "Keyframe", "Track", "REGION_TYPES"]
+           "Keyframe", "Track", "REGION_TYPES", "Message", "message_text"]
 
 
 def _finite(name: str, value: float) -> float:
@@ -236,6 +237,45 @@ class Attributed:
 
     region: Any
     value: Hashable
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """A message of a conversation (Label Studio Enterprise's ``<Chat>``: one ``chatmessage``
+    result ``{"role", "content"}`` per message): the region a per-message answer or a
+    relation points at, never a measured value itself.
+
+    ``role`` (``user``, ``assistant``, ``system``, ...) and ``content`` as the result holds
+    them. ``nth`` counts the earlier messages of the same conversation with the same
+    role and content (0 for the first): a message said twice ("Thanks") is told apart by its
+    repetition, not by its position, which shifts as soon as two annotators' conversations
+    differ by one message. Two messages are equal when their :attr:`key` is: role and
+    content as :func:`message_text` compares them, and ``nth`` (``region_match`` scores
+    such a pair 1, any other 0; docs/formulas.md, "Chat messages").
+
+    Not among :data:`REGION_TYPES`: a message has no label and is never a control's value.
+    """
+
+    role: str = field(compare=False)
+    content: str = field(compare=False)
+    nth: int = field(default=0, compare=False)
+    key: tuple[str, str, int] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if type(self.role) is not str or type(self.content) is not str:
+            raise BadInput(f"a message's role and content must be strings, got {self.role!r:.40}, "
+                           f"{self.content!r:.40}")
+        if isinstance(self.nth, bool) or not isinstance(self.nth, int) or self.nth < 0:
+            raise BadInput(f"Message nth must be a non-negative integer, got {self.nth!r}")
+        object.__setattr__(self, "key", (*message_text(self.role, self.content), self.nth))
+
+
+def message_text(role: str, content: str) -> tuple[str, str]:
+    """A message's role and content as compared: Unicode NFC, whitespace runs as one space,
+    no leading or trailing space; the role case-folded (``User`` is ``user``). The words, their
+    case and punctuation stay: two texts differing there are two messages."""
+    text = " ".join(unicodedata.normalize("NFC", content).split())
+    return " ".join(role.split()).casefold(), text
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,10 @@ two regions, label-agnostic (the region's label is the region control's business
   ``Ellipse`` (IoU, :mod:`.ellipses`), ``Curve`` (chamfer closeness, :mod:`.curves`), ``Track``
   (mean IoU over the frames of either, :mod:`.tracks`) vectorized over all pairs, ``Mask``
   (pixel IoU) by :func:`~.masks.mask_similarity_matrix` once per value pair;
+- ``Message``–``Message`` (a chat message): 1 when their keys (role, content, repetition;
+  :attr:`~ls_agreement.metrics.model.Message.key`) are equal, else 0: the same message
+  of the conversation or another one, never "nearly" the same (docs/formulas.md, "Chat
+  messages", says why);
 - regions of two different types (a span and a box): 0. A type no module compares
   falls back to equality (1 for equal regions, else 0), with a warning.
 
@@ -31,7 +35,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..model import Box, Keypoint, Polygon, Span
+from ..model import Box, Keypoint, Message, Polygon, Span
+from ._ragged import hashable_codes
 from .multi_object import PackedObjects
 
 __all__ = ["similarity_matrix", "pair_similarities", "RegionIndex", "PACKERS", "EXTERNAL", "match", "matched_pairs"]
@@ -254,6 +259,14 @@ def _span_iou(se: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
                     ((sa == sb) & (ea == eb)).astype(np.float64))
 
 
+def _pack_messages(objects: Sequence[Any], mask: np.ndarray, value_of: np.ndarray) -> Callable:
+    """Chat messages: one int code per distinct key, the pair similarity their equality."""
+    codes = np.full(len(objects), -1, dtype=np.int64)
+    idx = np.flatnonzero(mask)
+    codes[idx] = hashable_codes([objects[k].key for k in idx.tolist()])[0]
+    return lambda a, b: (codes[a] == codes[b]).astype(np.float64)
+
+
 #: Region type name -> packer ``(objects, mask, value_of) -> sim(a, b)``: the types whose
 #: object pairs are compared in one vectorized call. An ``Interval``'s tolerance τ for
 #: instants is its module's, derived from the regions of the whole batch (as
@@ -267,8 +280,9 @@ PACKERS: dict[str, Callable[..., Callable]] = {
     "Ellipse": _multi_object("ellipses", "EllipseDistance"),
     "Curve": _multi_object("curves", "CurveDistance"),
     "Track": _pack_tracks,
+    "Message": _pack_messages,
 }
-assert {t.__name__ for t in (Box, Polygon, Keypoint, Span)} <= set(PACKERS)
+assert {t.__name__ for t in (Box, Polygon, Keypoint, Span, Message)} <= set(PACKERS)
 
 
 def match(sim: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

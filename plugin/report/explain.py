@@ -22,7 +22,8 @@ ADVICE: dict[str, str] = {
     "unpairable_items": "Tasks annotated by one person cannot be compared and do not count.",
     "sampled_expected": "The chance baseline comes from a random sample of between-task pairs (seeded): repeat "
                         "with another seed to see the sampling spread.",
-    "chance_from_options": "Each task offers answers of its own (options read from task data), so chance "
+    "chance_from_options": "Each task offers answers of its own (options read from task data, or the "
+                           "messages of its conversation for answers given per chat message), so chance "
                            "agreement comes from what each task offers: options are matched by their place in "
                            "the task's list, between tasks offering as many. Answers chosen at random score "
                            "α ≈ 0.",
