@@ -6,5 +6,7 @@ Modules: ``labeling_config`` (what the generator reads from a config), ``task_da
 (task data per object tag), ``shapes`` (region geometry per tool), ``answers``
 (classification values), ``generator`` (scenarios -> a JSON export), ``ls_templates``
 (the templates the installed Label Studio ships), ``extra_configs`` (tags no template
-uses), ``report_checks`` (what a report must show per scenario).
+uses), ``report_checks`` (what a report must show per scenario), ``typical`` (random data
+of typical chance agreement, by the ``krippendorff`` package), ``summary`` (the table for
+the integrator).
 """
