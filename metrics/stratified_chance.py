@@ -166,7 +166,7 @@ class StrataChance:
     ct : the coded table (its items' strata in ``strata.item_stratum``)
     item_a, item_b, d : item codes and distance of each chance pair, shape (k,)
     strata : the pairs' strata (``pair_stratum`` may be a subset's, given as ``pair_stratum``)
-    linear : the replicate's stacked linear maps (``bootstrap_weights._Linear``)
+    linear : the replicate's stacked linear maps (``bootstrap_measures._Linear``)
     n_o, m, s_do : per item observed pairs, values and observed distance sum, shape (n_items,)
     """
 

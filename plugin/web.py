@@ -184,7 +184,7 @@ def create_app(app: App) -> FastAPI:
             try:
                 return await anyio.to_thread.run_sync(fn, *args, abandon_on_cancel=True)
             except Exception as exc:  # noqa: BLE001 - an error answer, never a traceback
-                _log(app, f"internal error: {type(exc).__name__}: {exc}")
+                log_line(app, f"internal error: {type(exc).__name__}: {exc}")
                 return _json(500, {"status": "error", "error": f"{type(exc).__name__}: {exc}"})
         return _json(504, {"status": "error", "error": f"not answered within "
                                                        f"{app.request_timeout:g} s"})
@@ -394,7 +394,8 @@ def _missing(app: App, project_id: int) -> str:
             else f"project {project_id} is not served here")
 
 
-def _log(app: App, line: str) -> None:
+def log_line(app: App, line: str) -> None:
+    """One line of the service's log (a log stream that was closed is skipped)."""
     if app.log is not None:
         try:
             print(line, file=app.log, flush=True)

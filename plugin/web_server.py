@@ -8,7 +8,7 @@ import time
 
 import uvicorn
 
-from .web import App, _log, create_app
+from .web import App, create_app, log_line
 
 KEEP_ALIVE = 5              # s: an idle keep-alive connection is closed after this
 GRACEFUL_SHUTDOWN = 5       # s: requests still running at stop() are cancelled after this
@@ -72,7 +72,7 @@ class QualityServer:
             self.server.run(sockets=[self.socket])
         except BaseException as exc:  # noqa: BLE001 - SystemExit from uvicorn included
             self.error = exc
-            _log(self.app, f"http server stopped: {type(exc).__name__}: {exc}")
+            log_line(self.app, f"http server stopped: {type(exc).__name__}: {exc}")
 
     def start(self, timeout: float = 30.0) -> None:
         """Start serving; returns once uvicorn accepts connections (or raises)."""
