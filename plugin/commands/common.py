@@ -36,8 +36,8 @@ def add_queue_arguments(parser: argparse.ArgumentParser) -> None:
                              f"worker` processes (default: ${QUEUE_ENV}; unset = the embedded "
                              "SQLite queue in --state, run by serve itself)")
     parser.add_argument("--lease", type=float, default=30.0,
-                        help="with --queue: seconds a worker's lock on a project lasts without "
-                             "renewal; a killed worker's job goes to another after it (default 30)")
+                        help="with --queue: seconds a running job's heartbeat lasts (whole "
+                             "seconds); a killed worker's job goes to another after it (default 30)")
 
 
 def add_service_arguments(parser: argparse.ArgumentParser) -> None:

@@ -1,7 +1,8 @@
 """``ls-agreement worker --queue redis://HOST:PORT/DB``: run the jobs ``serve --queue``
 enqueues (plugin/queue/rq_worker.py). Start any number, on any machine that reaches Redis
-and Label Studio; two never work on one project at once (a per-project lease), and the job
-of a worker killed mid-way goes to another once its lease runs out.
+and Label Studio; two never work on one project at once (RQ's rate limit of one job per
+project), and the job of a worker killed mid-way goes to another once its heartbeat, renewed
+every lease/3 s, is ``--lease`` s old.
 
 SIGTERM or Ctrl-C: RQ's warm shutdown (the current job finishes first).
 """

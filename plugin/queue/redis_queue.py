@@ -1,58 +1,81 @@
 """The job queue on Redis, for ``serve --queue redis://…`` and ``worker --queue redis://…``.
 
-The same :class:`~ls_agreement.plugin.job_backend.JobBackend` as the embedded SQLite queue
-(plugin/jobs.py), so the receiver, the reconciler, the pages and the live runner do not
-know which one they use. What changes past one machine:
+The :class:`~ls_agreement.plugin.job_backend.JobBackend` of the embedded SQLite queue
+(plugin/jobs.py) on RQ's own primitives (docs/design.md, "Job queue"): an RQ job
+``run_job(id)`` per job, with the deterministic id ``lsa-<id>``, RQ's ``Retry`` for the
+backoff, RQ's ``RateLimit`` of one job at a time per project, RQ's handling of abandoned
+jobs (:func:`on_failure` records them), JSON job data and :class:`OurJob` (no pickle, no
+function but ours). What RQ lacks is here: :data:`ENQUEUE`, which stores an event and
+coalesces it into the project's pending job in one atomic step (an acknowledged event is
+on disk with ``appendfsync always``), and our job records for ``/jobs``.
 
-- **Transport: RQ.** A job that is due is handed to RQ (the queue Label Studio itself
-  uses) as ``run_job(job_id)`` on the queue ``ls-agreement``; any number of ``worker``
-  processes, on any machine, take them (plugin/queue/rq_worker.py).
-- **Our job records stay ours.** Coalescing, attempts, backoff and the ``/jobs`` history
-  need per-project state RQ does not have, so each job is a Redis hash
-  (``lsa:job:<id>``) changed only by the Lua scripts below: each transition is atomic
-  across every process that talks to this Redis.
-- **Per-project lock with a lease.** A worker runs a project's job only while it holds
-  ``lsa:lock:<project>`` (``SET NX PX``), renewed every ``lease/3`` seconds. A worker
-  killed with SIGKILL stops renewing; once the lease runs out, any worker's reaper puts
-  the job back (or fails it when its attempts are used up) and another worker runs it.
-  A job whose project is locked waits *as the project's pending job*: the lock holder
-  hands it to RQ when it finishes, so events keep coalescing into it meanwhile.
-- **Persist before acknowledging.** :meth:`enqueue` stores the event and the job in one
-  script before it returns; with ``appendonly yes`` and ``appendfsync always`` (what
-  LocalRedis and docker compose set) Redis has written it to disk by then.
-- **Delays without a scheduler.** Retries wait in a sorted set (``lsa:delayed``) that the
-  workers' reapers move to RQ when due.
-
-Keys (all under ``lsa:``; ``<p>`` a project id, ``<j>`` a job id):
-``job:<j>`` hash · ``jobs`` recent job ids (newest first, capped) · ``pending:<p>`` the
-project's pending job · ``lock:<p>`` the lease · ``running`` hash project → job ·
-``delayed`` zset · ``events:<p>`` list of stored events (JSON) · ``projects`` hash of
-served projects (JSON) · ``stats`` hash of live counters · ``report:<p>`` latest report
-file (bytes) · ``proj:<p>:*`` the live state of plugin/queue/shared_state.py.
+Keys (ours, under ``lsa:``; ``<p>`` a project id, ``<j>`` a job id): ``job:<j>`` hash ·
+``jobs`` recent job ids (newest first, capped) · ``pending:<p>`` the project's pending job ·
+``events:<p>`` list of stored events (JSON) · ``projects`` hash of served projects (JSON) ·
+``stats`` hash of live counters · ``report:<p>`` latest report file (bytes) · ``proj:<p>:*``
+the live state of plugin/queue/shared_state.py. RQ's keys are under ``rq:``.
 """
 from __future__ import annotations
 
 import json
+import math
 import os
 import threading
 import time
-import uuid
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 from urllib.parse import urlsplit
+
+from rq.job import Job as RQJob
 
 from ..errors import BadInput, QueueUnavailable
 from ..job_backend import DONE, FAILED, PENDING, RUNNING, Job, StoredEvent
-from .scripts import ABANDON, DUE, ENQUEUE, FINISH, KEEP_JOBS, RENEW, START
 
-__all__ = ["RedisQueue", "RQ_QUEUE", "redact_url"]
+__all__ = ["RedisQueue", "RQ_QUEUE", "RUN_JOB", "OurJob", "on_failure", "redact_url", "rq_id"]
 
-#: The RQ queue the workers listen on.
+#: The RQ queue the workers listen on, and the one function its jobs run.
 RQ_QUEUE = "ls-agreement"
+RUN_JOB = "ls_agreement.plugin.queue.rq_worker.run_job"
+ON_FAILURE = f"{__name__}.on_failure"
 P = "lsa:"
-#: A pending job handed to RQ whose RQ job vanished (a crash between our script and RQ's
-#: enqueue) is handed again after this many seconds.
-LOST_RQ_AFTER = 30.0
+#: Job records kept for ``/jobs`` and ``counts()`` (older ones expire).
+KEEP_JOBS = 1000
+JOB_TTL = 7 * 24 * 3600
+#: A pending job whose RQ job is missing this long after it was opened (its receiver died
+#: between our script and RQ's enqueue) is handed to RQ again by the next event.
+LOST_AFTER = 30.0
+
+# Store the event, then bump the project's pending job or open one. Returns {job id, hand}:
+# hand = 1 when the job must be given to RQ (new, or its RQ job lost).
+ENQUEUE = """
+local pid, reason, action, payload, now, maxa, nb, rqp, lost_after = ARGV[1], ARGV[2],
+  ARGV[3], ARGV[4], tonumber(ARGV[5]), ARGV[6], ARGV[7], ARGV[8], tonumber(ARGV[9])
+if action ~= '' then
+  local eid = redis.call('INCR', 'lsa:event_seq')
+  redis.call('RPUSH', 'lsa:events:' .. pid, cjson.encode({id=eid, action=action,
+    payload=payload, received_at=now}))
+end
+local jid = redis.call('GET', 'lsa:pending:' .. pid)
+if jid then
+  local k = 'lsa:job:' .. jid
+  redis.call('HINCRBY', k, 'events', 1)
+  redis.call('HSET', k, 'last_reason', reason)
+  local lost = redis.call('EXISTS', rqp .. jid) == 0 and
+    now - tonumber(redis.call('HGET', k, 'created_at') or now) > lost_after
+  return {jid, lost and 1 or 0}
+end
+jid = tostring(redis.call('INCR', 'lsa:job_seq'))
+redis.call('HSET', 'lsa:job:' .. jid, 'id', jid, 'project_id', pid, 'reason', reason,
+  'last_reason', reason, 'events', 1, 'status', 'pending', 'attempts', 0, 'max_attempts', maxa,
+  'not_before', nb, 'created_at', now)
+redis.call('SET', 'lsa:pending:' .. pid, jid)
+redis.call('LPUSH', 'lsa:jobs', jid)
+for _, o in ipairs(redis.call('LRANGE', 'lsa:jobs', %(keep)d, -1)) do
+  redis.call('EXPIRE', 'lsa:job:' .. o, %(ttl)d)
+end
+redis.call('LTRIM', 'lsa:jobs', 0, %(keep)d - 1)
+return {jid, 1}
+""" % {"keep": KEEP_JOBS, "ttl": JOB_TTL}
 
 
 def redact_url(url: str) -> str:
@@ -65,8 +88,39 @@ def redact_url(url: str) -> str:
     return url
 
 
-_DECODE_INT = ("id", "project_id", "events", "attempts", "max_attempts")
-_DECODE_FLOAT = ("not_before", "created_at", "started_at", "finished_at")
+def rq_id(job_id: int) -> str:
+    """The deterministic RQ id of our job ``job_id``."""
+    return f"lsa-{int(job_id)}"
+
+
+class RefusedJob(RuntimeError):
+    """An RQ job in our queue that names a function or callback other than ours."""
+
+
+class OurJob(RQJob):
+    """An RQ job that runs :data:`RUN_JOB` and calls :func:`on_failure`, nothing else.
+
+    RQ imports whatever function a job's record names; anyone who can write to the Redis
+    could otherwise make every worker run any importable callable."""
+
+    @property
+    def func(self) -> Callable[..., Any]:
+        if self.func_name != RUN_JOB or self.instance is not None:
+            raise RefusedJob(f"RQ job {self.id} names {self.func_name!r}, not {RUN_JOB}: not run")
+        from .rq_worker import run_job
+        return run_job
+
+    @property
+    def failure_callback(self) -> Callable[..., Any] | None:
+        return on_failure if self._failure_callback_name == ON_FAILURE else None
+
+    @property
+    def success_callback(self) -> None:
+        return None
+
+    @property
+    def stopped_callback(self) -> None:
+        return None
 
 
 def _job(h: Mapping[bytes, bytes]) -> Job:
@@ -91,10 +145,11 @@ class RedisQueue:
     url : str
         ``redis://[:password@]HOST:PORT/DB`` (``rediss://`` for TLS).
     max_attempts, backoff, max_backoff
-        As for :class:`~ls_agreement.plugin.jobs.JobQueue`.
+        As for :class:`~ls_agreement.plugin.jobs.JobQueue`; RQ's retry intervals are whole
+        seconds, so a backoff is rounded up to one.
     lease : float
-        Seconds a worker's project lock lasts without renewal (a killed worker's job
-        goes to another worker this long after its last renewal).
+        Seconds a running job's heartbeat lasts (rounded up to whole seconds, as RQ keeps
+        them): a killed worker's job goes to another worker this long after its last beat.
     report_dir : Path, optional
         Where :meth:`report_file` materialises the latest report of a project for the
         pages of ``serve`` (the worker that wrote it may be on another machine).
@@ -105,6 +160,7 @@ class RedisQueue:
                  report_dir: Path | None = None) -> None:
         import redis
         from rq import Queue
+        from rq.serializers import JSONSerializer
 
         if max_attempts < 1:
             raise BadInput(f"max_attempts must be >= 1, got {max_attempts}")
@@ -112,7 +168,7 @@ class RedisQueue:
             raise BadInput(f"lease must be > 0 seconds, got {lease}")
         self.url = url
         self.max_attempts, self.backoff, self.max_backoff = max_attempts, backoff, max_backoff
-        self.lease = float(lease)
+        self.lease = max(1, math.ceil(lease))
         self.report_dir = Path(report_dir) if report_dir else None
         try:
             # Short timeouts: Label Studio gives a webhook 1 s, so a Redis that is down
@@ -123,14 +179,9 @@ class RedisQueue:
         except ValueError as exc:
             raise BadInput(f"--queue {redact_url(url)!r} is not a Redis URL "
                              f"(redis://HOST:PORT/DB): {exc}") from exc
-        self.rq = Queue(RQ_QUEUE, connection=self.r)
+        self.rq = Queue(RQ_QUEUE, connection=self.r, job_class=OurJob, serializer=JSONSerializer)
         self._enqueue = self.r.register_script(ENQUEUE)
-        self._start = self.r.register_script(START)
-        self._renew = self.r.register_script(RENEW)
-        self._finish = self.r.register_script(FINISH)
-        self._abandon = self.r.register_script(ABANDON)
-        self._due = self.r.register_script(DUE)
-        self._tokens: dict[int, str] = {}
+        self.lost_after = LOST_AFTER
         self._report_seen: dict[int, tuple[float, int]] = {}
         self._wake = threading.Event()
 
@@ -162,100 +213,130 @@ class RedisQueue:
         dec = (lambda v: v.decode() if isinstance(v, bytes) else str(v))
         return {dec(k): dec(v) for k, v in got.items() if dec(k) in ("appendonly", "appendfsync")}
 
+    def retry_wait(self, attempt: int) -> int:
+        """Seconds before the retry that follows attempt ``attempt`` (1-based)."""
+        return math.ceil(min(self.max_backoff, self.backoff * 2.0 ** (attempt - 1)))
+
     # -- the job interface ------------------------------------------------------------------
     def enqueue(self, project_id: int, reason: str, *, delay: float = 0.0,
                 action: str | None = None, payload: bytes | str | None = None) -> Job:
-        """Store the event (if any) and open or bump the project's pending job; hand a
-        new due job to RQ. Both are in Redis when this returns (see the module docstring)."""
+        """Store the event (if any) and bump the project's pending job or open one, which
+        RQ then holds until the project's running job (if any) ends. Both are in Redis
+        when this returns (see the module docstring)."""
         if isinstance(payload, bytes):
             payload = payload.decode("utf-8", errors="replace")
+        now = time.time()
         jid, hand = self._enqueue(args=[int(project_id), reason, action or "", payload or "",
-                                        repr(time.time()), repr(float(delay)), self.max_attempts])
+                                        repr(now), self.max_attempts, repr(now + max(0.0, delay)),
+                                        RQJob.redis_job_namespace_prefix + "lsa-",
+                                        self.lost_after])
         jid = int(jid)
         if int(hand):
-            self._hand(jid)
+            self._hand(jid, int(project_id), delay)
         return self.get(jid)
 
-    def _hand(self, job_id: int) -> None:
-        """Give a job to RQ (a fresh RQ id each time: an RQ id is never reused)."""
-        n = self.r.hincrby(f"{P}job:{job_id}", "handed", 1)
-        self.rq.enqueue_call("ls_agreement.plugin.queue.rq_worker.run_job", args=(int(job_id),),
-                             job_id=f"lsa-{job_id}-{n}", timeout=-1, result_ttl=600,
-                             failure_ttl=24 * 3600)
-        self.r.hset(f"{P}job:{job_id}", "rq_id", f"lsa-{job_id}-{n}")
+    def _hand(self, job_id: int, project_id: int, delay: float = 0.0) -> None:
+        """Give our job to RQ: one RQ job per id, one running job per project."""
+        from datetime import timedelta
+
+        from rq import Callback, Retry
+        from rq.rate_limit import RateLimit
+
+        if self.rq.job_class.exists(rq_id(job_id), connection=self.r):
+            return
+        opts: dict[str, Any] = dict(
+            args=(int(job_id),), job_id=rq_id(job_id), timeout=-1, result_ttl=600,
+            failure_ttl=24 * 3600, on_failure=Callback(ON_FAILURE),
+            rate_limit=RateLimit(f"lsa-project-{int(project_id)}", 1),
+            retry=Retry(max=self.max_attempts - 1,
+                        interval=[self.retry_wait(a) for a in range(1, self.max_attempts)])
+            if self.max_attempts > 1 else None)
+        if delay > 0:
+            opts["job_timeout"] = opts.pop("timeout")
+            self.rq.enqueue_in(timedelta(seconds=delay), RUN_JOB, **opts)
+        else:
+            self.rq.enqueue_call(RUN_JOB, **opts)
 
     def start(self, job_id: int) -> Job | None:
-        """Claim a job handed by RQ: None when it is done/failed/running already, or when
-        its project is locked by another worker (it then waits as the pending job and the
-        lock holder hands it over when it finishes)."""
-        token = uuid.uuid4().hex
-        got = self._start(args=[int(job_id), token, int(self.lease * 1000), repr(time.time())])
-        if (got.decode() if isinstance(got, bytes) else got) != "run":
+        """Mark our job running as RQ starts it (None: it ended already). It stops taking
+        events first, so the events it then reads include every event it counted."""
+        key = f"{P}job:{int(job_id)}"
+        pid = self.r.hget(key, "project_id")
+        if pid is None:
             return None
-        self._tokens[int(job_id)] = token
+
+        def take(pipe: Any) -> str | None:
+            pending = pipe.get(f"{P}pending:{int(pid)}")
+            status = (pipe.hget(key, "status") or b"").decode()
+            pipe.multi()
+            if status in (DONE, FAILED):
+                return None
+            if pending is not None and int(pending) == int(job_id):
+                pipe.delete(f"{P}pending:{int(pid)}")
+            pipe.hset(key, mapping={"status": RUNNING, "started_at": repr(time.time()),
+                                    "error": ""})
+            pipe.hincrby(key, "attempts", 1)
+            return status
+
+        if self.r.transaction(take, f"{P}pending:{int(pid)}", key, value_from_callable=True) is None:
+            return None
         return self.get(job_id)
 
     def claim(self) -> Job | None:
         """Not used past one machine: RQ hands jobs to :meth:`start`."""
         return None
 
-    def renew(self, job: Job) -> bool:
-        """Extend the project's lease; False when it was lost (another worker may run it)."""
-        token = self._tokens.get(job.id)
-        return bool(token) and bool(self._renew(keys=[f"{P}lock:{job.project_id}"],
-                                                args=[token, int(self.lease * 1000)]))
-
     def finish(self, job: Job, ok: bool, error: str | None = None, *, retry: bool = True,
                report_path: str | None = None,
                result: Mapping[str, Any] | None = None) -> Job:
-        """Record the outcome, release the lease, hand the project's next job to RQ."""
-        token = self._tokens.pop(job.id, "")
+        """Record the outcome. A failure with attempts left (and ``retry``) goes back to
+        ``pending`` for RQ's retry, unless the project has a newer pending job, which reads
+        the project anyway: then, as for a permanent failure, RQ is told not to retry."""
+        from rq import get_current_job
+
+        key = f"{P}job:{job.id}"
         res = json.dumps(dict(result), default=str) if result is not None else ""
-        status, nxt = self._finish(args=[job.id, token, int(ok), error or "", int(retry),
-                                         repr(time.time()), self.backoff, self.max_backoff,
-                                         res, report_path or ""])
-        if ok and report_path:
-            self._set_latest(job.project_id, report_path, result)
-        if nxt:
-            self._hand(int(nxt))
+        now = time.time()
+
+        rq_job = get_current_job()
+        # RQ's count rules (an abandoned attempt used one too); outside a worker, ours
+        can_retry = (job.attempts < job.max_attempts if rq_job is None
+                     else bool(rq_job.retries_left))
+
+        def record(pipe: Any) -> bool:
+            cur = pipe.hgetall(key)
+            newer = pipe.get(f"{P}pending:{job.project_id}")
+            pipe.multi()
+            if not cur or _job(cur).status != RUNNING or _job(cur).attempts != job.attempts:
+                return False     # interrupted and taken over meanwhile: keep the newer state
+            fields = {"finished_at": repr(now), "error": error or "", "result": res}
+            if ok:
+                fields.update(status=DONE, error="", report_path=report_path or "")
+            elif retry and can_retry and newer is None:
+                fields.update(status=PENDING, not_before=repr(now + self.retry_wait(job.attempts)))
+            else:
+                if newer is not None and retry and can_retry:
+                    fields["error"] = f"{error} (retry folded into job {int(newer)})"
+                fields["status"] = FAILED
+            pipe.hset(key, mapping=fields)
+            if fields["status"] != PENDING:
+                pipe.expire(key, JOB_TTL)
+            return True
+
+        if self.r.transaction(record, key, f"{P}pending:{job.project_id}", value_from_callable=True):
+            out = self.get(job.id)
+            if out.status == FAILED and rq_job is not None:
+                rq_job.retries_left = 0        # RQ fails it instead of retrying
+            if ok and report_path:
+                self._set_latest(job.project_id, report_path, result)
+            return out
         return self.get(job.id)
 
-    # -- the reaper: what a scheduler and RQ's abandoned-job handling would do -------------
-    def reap(self) -> list[int]:
-        """Hand due retries to RQ, recover jobs whose lease ran out, re-hand jobs whose RQ
-        job was lost. Safe to call from every worker at once. Returns the jobs handed."""
-        from rq.job import Job as RQJob, JobStatus
-
-        now = time.time()
-        handed = [int(j) for j in self._due(args=[repr(now)])]
-        for pid in self.r.hkeys(f"{P}running"):
-            got = self._abandon(args=[pid.decode(), repr(now)])
-            if got:
-                handed.append(int(got))
-        for key in self.r.scan_iter(f"{P}pending:*", count=500):
-            jid = self.r.get(key)
-            if jid is None:
-                continue
-            h = self.r.hmget(f"{P}job:{int(jid)}", "wait", "handed_at", "rq_id")
-            if h[0] != b"rq" or now - float(h[1] or 0) < LOST_RQ_AFTER:
-                continue
-            status = None
-            if h[2]:
-                try:
-                    status = RQJob.fetch(h[2].decode(), connection=self.r).get_status()
-                except Exception:  # noqa: BLE001 - NoSuchJobError and friends: it is lost
-                    status = None
-            if status not in (JobStatus.QUEUED, JobStatus.STARTED, JobStatus.DEFERRED,
-                              JobStatus.SCHEDULED):
-                self.r.hset(f"{P}job:{int(jid)}", "handed_at", repr(now))
-                handed.append(int(jid))
-        for jid in handed:
-            self._hand(jid)
-        return handed
-
     def recover(self) -> list[Job]:
-        """Start-up recovery: what the reaper does (jobs survive in Redis by themselves)."""
-        return [self.get(j) for j in self.reap()]
+        """Nothing to do at start-up: jobs and RQ's state survive in Redis, and a pending job
+        RQ lacks (its receiver died before handing it over) is handed again by the project's
+        next enqueue, such as ``serve``'s start-up reconcile (:data:`ENQUEUE`)."""
+        return []
 
     # -- stored events (the live path) ------------------------------------------------------
     def events(self, project_id: int, limit: int = 100_000) -> list[StoredEvent]:
@@ -268,8 +349,8 @@ class RedisQueue:
         return out
 
     def drop_events(self, project_id: int, upto: int) -> None:
-        """Forget the project's events up to id ``upto``: only the lock holder calls it,
-        and new events are only ever appended, so the first n are the applied ones."""
+        """Forget the project's events up to id ``upto``: only the project's running job
+        calls it, and new events are only ever appended, so the first n are the applied ones."""
         key = f"{P}events:{int(project_id)}"
         n = 0
         for raw in self.r.lrange(key, 0, -1):
@@ -303,8 +384,7 @@ class RedisQueue:
         self._wake.clear()
 
     def next_due_in(self) -> float | None:
-        got = self.r.zrange(f"{P}delayed", 0, 0, withscores=True)
-        return None if not got else max(0.0, float(got[0][1]) - time.time())
+        return None
 
     # -- reading ----------------------------------------------------------------------------
     def get(self, job_id: int) -> Job:
@@ -353,8 +433,7 @@ class RedisQueue:
             return
         raw = self.r.hget(f"{P}projects", key)
         row = json.loads(raw) if raw else fresh
-        if webhook_id is not None:
-            row["webhook_id"] = webhook_id
+        row["webhook_id"] = webhook_id
         self.r.hset(f"{P}projects", key, json.dumps(row, default=str))
 
     def projects(self) -> dict[int, dict[str, Any]]:
@@ -409,3 +488,32 @@ class RedisQueue:
         os.replace(tmp, path)
         stamp.write_text(ver.decode())
         return path
+
+
+def on_failure(rq_job: RQJob, connection: Any, exc_type: type[BaseException] | None,
+               exc: BaseException | None, tb: Any) -> None:
+    """RQ's failure callback. A failure our worker raised is recorded already
+    (:meth:`RedisQueue.finish`); a job RQ found abandoned (its worker was killed, its
+    heartbeat ran out) is recorded here: back to pending for RQ's retry, or failed when no
+    attempt is left or a newer pending job of the project reads it anyway (RQ is then told
+    not to retry it)."""
+    from rq.exceptions import AbandonedJobError
+
+    if not isinstance(exc, AbandonedJobError) or not rq_job.id.startswith("lsa-"):
+        return
+    key = f"{P}job:{int(rq_job.id[4:])}"
+    h = connection.hgetall(key)
+    if not h or _job(h).status != RUNNING:
+        return
+    newer = connection.get(f"{P}pending:{_job(h).project_id}")
+    now = time.time()
+    if rq_job.retries_left and newer is None:
+        connection.hset(key, mapping={
+            "status": PENDING, "not_before": repr(now + rq_job.get_retry_interval()),
+            "finished_at": repr(now), "error": "interrupted: its worker stopped beating"})
+        return
+    why = (f"interrupted; covered by job {int(newer)}" if newer is not None
+           else "interrupted; no attempts left")
+    connection.hset(key, mapping={"status": FAILED, "finished_at": repr(now), "error": why})
+    connection.expire(key, JOB_TTL)
+    rq_job.retries_left = 0

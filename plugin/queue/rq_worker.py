@@ -1,20 +1,13 @@
 """``ls-agreement worker --queue redis://…``: an RQ worker that runs the service's jobs.
 
 Each process runs one RQ ``SimpleWorker`` on the queue ``ls-agreement``: jobs run in the
-process itself, not in a forked child, so the live state of the projects it served last
-stays in memory and is reused while no other worker touched them (the version check of
-plugin/queue/shared_state.py). Start as many as you like, on any machine that reaches
-Redis and Label Studio.
-
-Beside RQ's loop, two threads:
-
-- the **lease** thread renews the project lock of the running job every ``lease/3`` s;
-- the **reaper** thread (:meth:`RedisQueue.reap`) hands due retries to RQ and gives the
-  job of a worker that died (its lease ran out) to another worker.
-
-RQ's own work loop returns on a Redis error outside its wait for jobs (a Redis restart in
-the middle of a heartbeat); :func:`serve_forever` starts it again, so a worker outlives a
-Redis restart.
+process itself, so the live state of the projects it served last stays in memory and is
+reused while no other worker touched them (plugin/queue/shared_state.py). Start as many
+as you like, on any machine that reaches Redis and Label Studio. Added to RQ's worker
+(docs/design.md, "Job queue"): a heartbeat of the running job from a thread (a
+``SimpleWorker`` beats nobody while its job runs), RQ's scheduler step and abandoned-job
+cleanup every second by one worker at a time (:class:`Upkeep`; RQ runs them every 10
+minutes and in a forked scheduler), and a restart of RQ's loop after a Redis error.
 """
 from __future__ import annotations
 
@@ -26,10 +19,15 @@ import time
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from ..job_backend import Job
-from .redis_queue import RedisQueue, redact_url
+from ..job_backend import DONE
+from .redis_queue import OurJob, RedisQueue, redact_url
 
-__all__ = ["run_job", "WorkerProcess", "serve_forever"]
+__all__ = ["run_job", "WorkerProcess", "Upkeep", "serve_forever", "JobFailed"]
+
+
+class JobFailed(RuntimeError):
+    """Raised to RQ after our record says the job failed: RQ retries it when attempts are
+    left (the record then says ``pending``), else fails it."""
 
 
 @dataclass
@@ -45,13 +43,17 @@ _CTX: _Context | None = None
 
 
 def run_job(job_id: int) -> dict[str, Any]:
-    """The RQ job: claim our job ``job_id``, run it under the project's lease, record it.
+    """The RQ job: run our job ``job_id`` and record its outcome.
 
     Returns
     -------
     dict
-        ``{"job", "ran", "status"}``; ``ran`` is False when the job was done already or its
-        project is busy on another worker (it then waits as the project's pending job).
+        ``{"job", "ran", "status"}``; ``ran`` is False when the job had ended already.
+
+    Raises
+    ------
+    JobFailed
+        When the job failed: RQ retries it or fails it, as :meth:`RedisQueue.finish` said.
     """
     ctx = _CTX
     if ctx is None:
@@ -59,14 +61,9 @@ def run_job(job_id: int) -> dict[str, Any]:
     job = ctx.queue.start(int(job_id))
     if job is None:
         return {"job": int(job_id), "ran": False, "status": None}
-    stop = threading.Event()
-    lease = threading.Thread(target=_renew, args=(ctx.queue, job, stop, ctx.log),
-                             name=f"ls-agreement-lease-{job.id}", daemon=True)
-    lease.start()
-    try:
-        out = ctx.executor.execute(job)
-    finally:
-        stop.set()
+    out = ctx.executor.execute(job)
+    if out.status != DONE and out.attempts == job.attempts:
+        raise JobFailed(f"job {job.id}: {out.error}")
     return {"job": job.id, "ran": True, "status": out.status}
 
 
@@ -75,18 +72,40 @@ def _log(stream: TextIO | None, msg: str) -> None:
         print(time.strftime("%H:%M:%S ") + msg, file=stream, flush=True)
 
 
-def _renew(queue: RedisQueue, job: Job, stop: threading.Event, log: TextIO | None) -> None:
-    while not stop.wait(queue.lease / 3):
+class Upkeep:
+    """RQ's two upkeep steps, by one worker at a time (a Redis lock): due retries to the
+    queue (the scheduler's step) and jobs of dead workers to their retry or failure (the
+    started-job registry's cleanup: :func:`~.redis_queue.on_failure` records them)."""
+
+    def __init__(self, queue: RedisQueue) -> None:
+        from rq.registry import StartedJobRegistry
+        from rq.scheduler import RQScheduler
+        from rq.timeouts import TimerDeathPenalty
+
+        q = self.rq = queue.rq
+        self.scheduler = RQScheduler([q], connection=q.connection, serializer=q.serializer,
+                                     logging_level="WARNING")
+        self.scheduler.prepare_registries([q.name])
+        # the failure callbacks of abandoned jobs run here, maybe off the main thread: a
+        # timer bounds them, not SIGALRM
+        self.started = StartedJobRegistry(queue=q, job_class=OurJob,
+                                          death_penalty_class=TimerDeathPenalty)
+
+    def __call__(self) -> bool:
+        """One pass; False when another worker holds the lock."""
+        lock = self.rq.connection.lock("lsa:upkeep", timeout=30, blocking=False)
+        if not lock.acquire():
+            return False
         try:
-            if not queue.renew(job):
-                _log(log, f"job {job.id}: lost the lease of project {job.project_id} "
-                          "(another worker may take the job over)")
-        except Exception as exc:  # noqa: BLE001 - Redis down: try again; the lease may run out
-            _log(log, f"job {job.id}: cannot renew the lease: {exc}")
+            self.scheduler.enqueue_scheduled_jobs()
+            self.started.cleanup()
+        finally:
+            lock.release()
+        return True
 
 
 class WorkerProcess:
-    """One worker process: RQ's loop, the lease and the reaper threads.
+    """One worker process: RQ's loop, the job heartbeat and RQ's upkeep every ``tick`` s.
 
     Parameters
     ----------
@@ -95,35 +114,34 @@ class WorkerProcess:
         Built with ``shared=SharedProjects(queue.r)``.
     name : str, optional
         The RQ worker name (default: host and pid).
-    reap_every : float
-        Seconds between two reaper passes.
+    tick : float
+        Seconds between two upkeep passes.
     """
 
     def __init__(self, queue: RedisQueue, runner: Any, *, name: str | None = None,
-                 reap_every: float = 1.0, log: TextIO | None = sys.stderr) -> None:
+                 tick: float = 1.0, log: TextIO | None = sys.stderr) -> None:
         from ..worker import Worker
 
         self.queue, self.runner, self.log = queue, runner, log
         self.name = name or f"ls-agreement-{socket.gethostname()}-{os.getpid()}"
-        self.reap_every = float(reap_every)
+        self.tick = float(tick)
         self.stop = threading.Event()
         self.executor = Worker(queue, runner, threading.Event(), log=log)   # not started
-        self._reaper = threading.Thread(target=self._reap, name="ls-agreement-reaper", daemon=True)
+        self._upkeep = threading.Thread(target=self._keep, name="ls-agreement-upkeep", daemon=True)
 
-    def _reap(self) -> None:
-        while not self.stop.wait(self.reap_every):
+    def _keep(self) -> None:
+        upkeep = Upkeep(self.queue)
+        while not self.stop.wait(self.tick):
             try:
-                handed = self.queue.reap()
-                if handed:
-                    _log(self.log, f"reaper: handed job(s) {handed} to the workers")
+                upkeep()
             except Exception as exc:  # noqa: BLE001 - Redis restarting: next pass
-                _log(self.log, f"reaper: {type(exc).__name__}: {exc}")
+                _log(self.log, f"upkeep: {type(exc).__name__}: {exc}")
 
     def run(self, *, burst: bool = False) -> int:
         """Work until SIGTERM/SIGINT (or, with ``burst``, until the queue is empty)."""
         global _CTX
         _CTX = _Context(self.queue, self.executor, self.log)
-        self._reaper.start()
+        self._upkeep.start()
         _log(self.log, f"worker {self.name} on {redact_url(self.queue.url)} "
                        f"(queue {self.queue.rq.name}, lease {self.queue.lease:g} s)")
         try:
@@ -149,10 +167,38 @@ def serve_forever(queue: RedisQueue, name: str, *, burst: bool = False,
             self.stop_asked = True
             super().request_stop(signum, frame)
 
+        def handle_exception(self, job: Any, *exc_info: Any) -> None:
+            if not isinstance(exc_info[1], JobFailed):    # our executor logged it already
+                super().handle_exception(job, *exc_info)
+
+        def get_heartbeat_ttl(self, job: Any, working_time: float = 0.0) -> int:
+            return queue.lease
+
+        def execute_job(self, job: Any, rq_queue: Any) -> None:
+            stop = threading.Event()
+            beat = threading.Thread(target=self._beat, args=(job, stop), daemon=True,
+                                    name=f"ls-agreement-beat-{job.id}")
+            beat.start()
+            try:
+                super().execute_job(job, rq_queue)
+            finally:
+                stop.set()
+
+        def _beat(self, job: Any, stop: threading.Event) -> None:
+            while not stop.wait(queue.lease / 3):
+                execution = next(iter(self.executions.values()), None)
+                if execution is None:
+                    continue
+                try:
+                    self.maintain_heartbeats(job, execution)
+                except Exception as exc:  # noqa: BLE001 - Redis down: the next beat may do
+                    _log(log, f"job {job.id}: heartbeat failed: {exc}")
+
     delay, n = 0.5, 0
     while True:
         # a fresh name after a restart: the old registration may outlive it in Redis
-        worker = _Worker([queue.rq], connection=queue.r, name=name if not n else f"{name}.{n}")
+        worker = _Worker([queue.rq], connection=queue.r, name=name if not n else f"{name}.{n}",
+                         job_class=OurJob, serializer=queue.rq.serializer)
         n += 1
         try:
             worker.work(burst=burst, logging_level="WARNING")

@@ -21,8 +21,9 @@ able to run code in the workers.
 
 A state this worker cannot read — written by another version of the code, or not valid —
 is not used: the project's next job reads it from Label Studio again (a full read), as
-after a first start. Only the holder of the project's lock writes these keys (the lock of
-redis_queue.py), except ``next``, which its maker writes before it enqueues the event.
+after a first start. Only the project's running job writes these keys (RQ runs one job per
+project at a time: the rate limit of redis_queue.py), except ``next``, which its maker
+writes before it enqueues the event.
 """
 from __future__ import annotations
 
