@@ -316,10 +316,17 @@ def parse_config(xml: str, *, strict: bool = False) -> LabelingConfig:
         controls[name] = spec
     for chat in conversations:
         skipped.add(chat)
+        on_it = [(n, s.family == "per_region") for n, s in controls.items() if chat in s.to_name]
+        per_message = ", ".join(repr(n) for n, per in on_it if per)
+        whole = ", ".join(repr(n) for n, per in on_it if not per)
+        measured = "; ".join(
+            ([f"the answers given per message by {per_message}, each compared with the other annotators' "
+              "answers to the same message (same role and content)"] if per_message else [])
+            + ([f"the answers on the whole conversation by {whole}"] if whole else [])) or "nothing on it"
         warnings.append(f"Chat {chat!r} is not measured itself: its 'chatmessage' results are the messages of "
-                        "the conversation (written by each annotator when it is editable, else read from the task "
-                        "data), not answers to compare across annotators; the controls on it (per conversation "
-                        "or per message) are measured")
+                        "the conversation (read from the task data, or written by the annotator when the Chat is "
+                        "editable or has an llm), the thing being judged, not a judgement to compare across "
+                        f"annotators. Measured: {measured}")
     if dropped:
         warnings.append(f"... and {dropped} more config warnings")
     if not controls:

@@ -118,8 +118,10 @@ def test_answers_resolve_to_their_messages_whatever_the_ids_and_order():
     assert [m.nth for m in ctl.table["options"][0]] == [0, 0, 1, 0]
     d = get_distance("attributes.nominal")
     assert d.compute(d.prepare([v1, v2]), np.array([0]), np.array([1]))[0] == 0.0
-    # the chat is said to be unmeasured once
-    assert sum("Chat 'chat'" in w for w in a.warnings) == 1
+    # the chat is said to be unmeasured once, with what is measured on it
+    said = [w for w in a.warnings if "Chat 'chat'" in w]
+    assert len(said) == 1 and "not measured itself" in said[0]
+    assert "per message by 'quality', 'note'" in said[0] and "whole conversation by 'overall'" in said[0]
 
 
 def test_answers_to_the_two_repeats_of_a_message_are_not_swapped():
