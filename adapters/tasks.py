@@ -24,15 +24,15 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable
 
 from .errors import AdapterError, Problems, show
+from .export_stream import iter_export
 
-__all__ = ["Annotation", "load_export", "decode_export", "parse_export", "annotator_of",
+__all__ = ["Annotation", "load_export", "iter_export", "decode_export", "parse_export", "annotator_of",
            "select_annotations"]
 
 _USE_JSON = "use Label Studio's JSON export (Export -> JSON) or a snapshot export"
@@ -53,6 +53,9 @@ class Annotation:
 def load_export(path: str | Path) -> list[dict]:
     """Read an export file and return its list of task dicts.
 
+    For a large export, iterate :func:`iter_export` instead: it yields one task at a time
+    and never holds the whole document (the ``report`` command does).
+
     Parameters
     ----------
     path : str or Path
@@ -64,31 +67,7 @@ def load_export(path: str | Path) -> list[dict]:
         Unreadable file, malformed JSON (with line and column), a CSV / JSON_MIN export,
         or a top level that is not a list of task objects.
     """
-    p = Path(path)
-    try:
-        raw = p.read_bytes()
-    except OSError as exc:
-        raise AdapterError(f"cannot read export {str(p)!r}: {exc.strerror or exc}") from None
-    text = decode_export(raw, p.name)
-    del raw
-    # sniffed on the decoded text: a byte-order mark or UTF-16 is not a CSV
-    head = text[:4096].lstrip()
-    first_line = head.split("\n", 1)[0]
-    csv_like = head[:1] not in ("[", "{", "") and ("," in first_line or "\t" in first_line)
-    if p.suffix.lower() in (".csv", ".tsv") or csv_like:
-        raise AdapterError(f"{p.name} looks like a CSV/TSV export, which is not supported: {_USE_JSON}")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        hint = (" (one JSON document after another, as in JSON Lines: export with Label Studio's "
-                "JSON export, one list of tasks)") if exc.msg == "Extra data" else ""
-        raise AdapterError(f"{p.name} is not valid JSON: {exc.msg} at line {exc.lineno} "
-                           f"column {exc.colno}{hint}") from None
-    except RecursionError:
-        raise AdapterError(f"{p.name} is not valid JSON: nested too deeply") from None
-    except ValueError as exc:  # an integer of more than 4,300 digits (int_max_str_digits)
-        raise AdapterError(f"{p.name} is not valid JSON: {_long_number(text) or exc}") from None
-    return parse_export(data, source=p.name)
+    return list(iter_export(path))
 
 
 def decode_export(raw: bytes, name: str = "export") -> str:
@@ -102,16 +81,6 @@ def decode_export(raw: bytes, name: str = "export") -> str:
         raise AdapterError(f"{name} is not {label} text: {exc.reason} at byte {exc.start} "
                            f"(re-save the export as UTF-8)") from None
     return text[1:] if text[:1] == "\ufeff" else text
-
-
-def _long_number(text: str) -> str | None:
-    """Where the first integer too long for Python to read is (line, column)."""
-    m = re.search(r"\d{4301,}", text)
-    if m is None:
-        return None
-    line = text.count("\n", 0, m.start()) + 1
-    col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
-    return f"a number of {m.end() - m.start():,} digits at line {line} column {col}"
 
 
 def parse_export(data: Any, *, source: str = "export") -> list[dict]:

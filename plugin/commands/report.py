@@ -95,19 +95,17 @@ def _rendered(render, report):
 def run(args: argparse.Namespace) -> int:
     """Build the report and write it; return 0 (errors are raised, see plugin/cli.py)."""
     from ls_agreement.plugin.report.render import render_csv, render_html
-    from ls_agreement.plugin.report.build import build_report, collect_warnings
-    from ls_agreement.adapters.tasks import load_export
+    from ls_agreement.plugin.report.build import build_report
+    from ls_agreement.adapters.tasks import iter_export
 
     settings = _settings(args)
     try:
         config_xml = Path(args.config).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise BadInput(f"cannot read config {args.config!r}: {exc}") from None
-    reading: list[str] = []
-    with collect_warnings(reading, "reading the export"):
-        tasks = load_export(args.export)
-    report = build_report(config_xml, tasks, settings)
-    report.warnings[:0] = reading
+    # read task by task while adapting (never the whole export in memory; issue 24): a
+    # file-level error is raised from inside build_report, before anything is written
+    report = build_report(config_xml, iter_export(args.export), settings)
     if args.format == "json":
         _write(report.to_json(indent=1), args.out)
     elif args.format == "html":
