@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 from scipy.special import ndtr, ndtri
@@ -207,3 +207,34 @@ def bca_intervals(samples: np.ndarray, jackknife: np.ndarray, estimates: np.ndar
             frac = pos - i0
             out[:, side] = np.where(n > 0, lo + frac * (hi - lo), np.nan)
     return out
+
+
+def weighted_interval(stat: Callable[[np.ndarray], np.ndarray], n_items: int, estimate: float, *,
+                      bootstrap: int, seed: int, confidence: float) -> tuple[float, float]:
+    """BCa interval (item bootstrap, grouped jackknife) of a statistic that is a function
+    of item weights — what the single-number measures (κ, α) need.
+
+    Parameters
+    ----------
+    stat : callable
+        ``stat(w)`` with ``w`` of shape (r, n_items), one row of item weights per replicate,
+        returns the r statistics, shape (r,) (NaN where undefined).
+    n_items : int
+    estimate : float
+        The statistic on the full table (all weights 1).
+    bootstrap, seed, confidence
+        Replicates, their seed, and the interval's level in (0, 1).
+
+    Returns
+    -------
+    (low, high), NaN when undefined (fewer than two items, a flat distribution, or an
+    interval that misses its estimate, as elsewhere: docs/formulas.md §9).
+    """
+    if bootstrap <= 0 or n_items < 2 or not np.isfinite(estimate):
+        return (float("nan"), float("nan"))
+    samples = np.concatenate([stat(w.astype(np.float64)) for w in iter_multiplicities(n_items, bootstrap, seed)])
+    jack = np.concatenate([stat(w) for w in jackknife_weights(n_items)])
+    lo, hi = bca_interval(samples, jack, estimate, confidence, n_units=n_items)
+    if not (hi > lo) or lo > estimate + 1e-9 or hi < estimate - 1e-9:
+        return (float("nan"), float("nan"))
+    return (float(min(lo, estimate)), float(max(hi, estimate)))

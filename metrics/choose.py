@@ -20,7 +20,7 @@ from .distances.registry import DistanceLike
 from .engine import AgreementResult, Duplicates, Form, KsMethod, Scored, agreement, score
 from .model import Attributed, Box, Curve, Ellipse, Interval, Keypoint, Mask, Polygon, Relation, Span, Track
 from .result import Result, strict_json
-from .table import code_table
+from .table import code_table, tabular
 from .errors import BadInput
 
 __all__ = ["infer_kind", "DistanceChoice", "choose_distance"]
@@ -109,8 +109,8 @@ def _kind_of(v: Any, n: int) -> str:
 
 @dataclass(frozen=True)
 class DistanceChoice(Result):
-    """Candidates ranked by KS, and the winner's agreement. No point estimate of its own
-    (``estimate`` is undefined): the winner's is ``result.estimate``.
+    """Candidates ranked by KS, and the winner's agreement: ``estimate`` and ``ci`` are the
+    winner's α and intervals (``result.estimate``, ``result.ci``).
 
     Attributes
     ----------
@@ -137,6 +137,16 @@ class DistanceChoice(Result):
     scores: dict[str, Scored]
     errors: dict[str, str] = field(default_factory=dict)
 
+    @property
+    def estimate(self) -> float:
+        """The winner's α."""
+        return self.result.estimate
+
+    @property
+    def ci(self) -> dict[str, tuple[float, float]]:
+        """The winner's intervals (``ci["alpha"]``, ``ci["ks"]``, ``ci["sigma"]``)."""
+        return self.result.ci
+
     def to_dict(self, *, items: bool = False, annotators: bool = True) -> dict[str, Any]:
         """Strict-JSON dict: ``winner``, the ranked ``candidates`` (rows of ``table``), the
         winner's ``result`` (:meth:`AgreementResult.to_dict`) and ``errors``."""
@@ -145,10 +155,11 @@ class DistanceChoice(Result):
                 "errors": dict(self.errors)}
 
 
+@tabular()
 def choose_distance(table: pd.DataFrame, candidates: Sequence[DistanceLike] | None = None, *,
                     p: float = 0.05, form: Form = "canonical",
                     expected_pairs: int | Literal["all"] | None = None, seed: int = 0,
-                    bootstrap: int = 1000, duplicates: Duplicates = "error", flag_below: float = 0.5,
+                    bootstrap: int = 1000, duplicates: Duplicates = "error", flag_below: float = 0.0,
                     ks_method: KsMethod = "exact", confidence: float = 0.95) -> DistanceChoice:
     """α, KS and σ for each candidate distance; the highest KS wins (paper 000 §6.2).
 

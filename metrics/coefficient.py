@@ -43,16 +43,21 @@ class Coefficient(float):
         The pieces behind the number (``d_o``, ``d_e``, ``p_observed``, ``n_items``, ...).
     estimate : float
         The number itself as a plain float (the result convention's point estimate).
+    ci : dict[str, tuple[float, float]]
+        ``{name: (low, high)}``, the item-bootstrap interval when one was asked for
+        (``bootstrap=``), else empty.
     """
 
     band: str
     name: str
 
-    def __new__(cls, value: float, name: str = "coefficient", **details: object) -> "Coefficient":
+    def __new__(cls, value: float, name: str = "coefficient",
+                ci: tuple[float, float] | None = None, **details: object) -> "Coefficient":
         obj = super().__new__(cls, value)
         obj.name = name
         obj.band = landis_koch(float(value))
         obj.details = dict(details)
+        obj.ci = {} if ci is None else {name: (float(ci[0]), float(ci[1]))}
         return obj
 
     def __repr__(self) -> str:
@@ -65,4 +70,4 @@ class Coefficient(float):
     def to_dict(self) -> dict:
         """Strict-JSON dict: ``value`` (None when undefined), ``name``, ``band`` and the details."""
         return {"value": finite_or_none(float(self)), "name": self.name, "band": self.band,
-                **strict_json(self.details)}
+                "ci": strict_json(self.ci), **strict_json(self.details)}

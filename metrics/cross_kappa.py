@@ -29,7 +29,7 @@ from .bootstrap import iter_multiplicities, percentile_interval
 from .distances.base import Distance, check_distances
 from .distances.registry import DistanceLike, get_distance
 from .result import Result, strict_json
-from .table import Duplicates, long_table
+from .table import Duplicates, long_table, tabular
 from .errors import BadInput
 
 __all__ = ["CrossKappaResult", "cross_kappa", "alpha_from_counts"]
@@ -268,6 +268,7 @@ def _generic_estimates(sums: np.ndarray, r_i: np.ndarray, s_i: np.ndarray, d_exp
     return d_o, (pw @ d_exp) / pw.sum(axis=1)
 
 
+@tabular("table_x", "table_y")
 def cross_kappa(table_x: pd.DataFrame, table_y: pd.DataFrame, distance: DistanceLike = "nominal", *,
                 bootstrap: int = 1000, seed: int = 0, expected_pairs: int | None = None,
                 confidence: float = 0.95, duplicates: Duplicates = "error") -> CrossKappaResult:

@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 from .crowdtruth_sums import SMALL, AnswerSums, Grouped, unchosen_mass
 from .result import Result
-from .table import long_table
+from .table import Duplicates, long_table, tabular
 from .errors import BadInput
 
 __all__ = ["CrowdTruthResult", "crowdtruth"]
@@ -115,8 +115,9 @@ def _answers(value: Any, item: Any, ann: Any) -> dict[Any, float]:
     raise BadInput(f"item {item!r}, annotator {ann!r}: value {value!r} is not a collection of answers")
 
 
+@tabular(missing="keep")   # None: a judgement that chose nothing
 def crowdtruth(table: pd.DataFrame, options: Sequence[Any] | None = None, *, tol: float = 1e-3,
-               max_iter: int = 1000, none_token: Any = None) -> CrowdTruthResult:
+               max_iter: int = 1000, none_token: Any = None, duplicates: Duplicates = "error") -> CrowdTruthResult:
     """CrowdTruth 2.0 unit, worker and annotation quality scores (paper 004).
 
     Parameters
@@ -137,6 +138,8 @@ def crowdtruth(table: pd.DataFrame, options: Sequence[Any] | None = None, *, tol
     none_token : optional
         If given, an empty answer collection becomes ``{none_token}`` instead of being
         dropped.
+    duplicates : {"error", "keep", "first", "last"}
+        Several judgements of one worker on one unit (:func:`.table.long_table`).
 
     Returns
     -------
@@ -144,7 +147,7 @@ def crowdtruth(table: pd.DataFrame, options: Sequence[Any] | None = None, *, tol
         Reference: Dumitrache et al., "CrowdTruth 2.0" (paper 004), §3 (UQS, WUA, WWA,
         WQS, AQS, UAS); CrowdTruth-core ``Metrics.run``.
     """
-    table = long_table(table, missing="keep")
+    table = long_table(table, duplicates=duplicates, missing="keep")
     items, anns = table["item"].tolist(), table["annotator"].tolist()
     # a crowd control repeats a few answers thousands of times: each distinct plain one is read
     # once (its answers do not depend on the row; the returned dicts are only read)

@@ -23,7 +23,7 @@ from .distributional import ExpectedDistribution, ks_score, ks_statistic, sigma_
 from .expected import Expected
 from .groups import per_annotator_sides_table, per_annotator_table, per_item_table
 from .result import Result, strict_json
-from .table import CodedTable, code_table
+from .table import CodedTable, code_table, tabular
 from .errors import BadInput
 
 __all__ = ["agreement", "score", "Scored", "AgreementResult", "FORMS", "KS_METHODS", "alpha_core", "AlphaCore"]
@@ -223,6 +223,7 @@ def score(table: pd.DataFrame | CodedTable, distance: DistanceLike, *, p: float 
                   p=p, form=form, seed=seed, ks_method=ks_method, rng=rng)
 
 
+@tabular()
 def agreement(
     table: pd.DataFrame,
     distance: DistanceLike | Scored = "nominal",
@@ -233,7 +234,7 @@ def agreement(
     seed: int = 0,
     bootstrap: int = 1000,
     duplicates: Duplicates = "error",
-    flag_below: float = 0.5,
+    flag_below: float = 0.0,
     ks_method: KsMethod = "exact",
     confidence: float = 0.95,
 ) -> AgreementResult:
@@ -268,7 +269,9 @@ def agreement(
         Several rows for one (item, annotator): refuse, keep each row as its own coding
         (paper 000's code does; same-annotator pairs then count), or keep one.
     flag_below : float
-        An item is flagged when its σ is below this.
+        ``per_item.flag``: σ below this (0, the default: no item is flagged). The same
+        legacy cut as the report's ``flag_below``; the report's own flags are the answer
+        model of docs/formulas.md "Flags" (:mod:`.flags`), which needs a whole project.
     ks_method : {"exact", "scipy"}
         See :func:`~ls_agreement.metrics.distributional.ks_score`.
     confidence : float

@@ -38,7 +38,8 @@ from .distances.base import value_keys
 from .distances.multi_object import flatten_regions
 from .model import Box, Interval, Polygon, Span
 from .result import Result, finite_or_none
-from .table import CodedTable, code_table, observed_pairs
+from .distances.registry import canonical_kind
+from .table import CodedTable, Duplicates, code_table, observed_pairs, tabular
 from .errors import BadInput
 
 __all__ = ["ErrorTypesResult", "error_types", "CATEGORIES", "RegionKind"]
@@ -100,8 +101,9 @@ def _plain(v: Any) -> Any:
     return int(v) if isinstance(v, (int, np.integer)) else finite_or_none(v)
 
 
+@tabular()
 def error_types(table: pd.DataFrame, *, kind: RegionKind | None = None,
-                threshold: float | None = None) -> ErrorTypesResult:
+                threshold: float | None = None, duplicates: Duplicates = "error") -> ErrorTypesResult:
     """Localization, label and missed/extra errors per annotator (module docstring).
 
     Parameters
@@ -110,7 +112,8 @@ def error_types(table: pd.DataFrame, *, kind: RegionKind | None = None,
         One row per annotator per item; a value is a sequence of :class:`Box`,
         :class:`Polygon`, :class:`Span` or :class:`Interval` (possibly empty).
     kind : {"boxes", "polygons", "spans", "intervals"}, optional
-        Default: from the first region found.
+        Default: from the first region found; the singular names (``"box"``, ...) are read
+        as the plural, as everywhere a kind is passed in.
     threshold : float, optional
         IoU below which a matched pair is a localization error; default 0.5 for boxes,
         polygons and intervals, 1 (exact boundaries) for spans.
@@ -125,8 +128,10 @@ def error_types(table: pd.DataFrame, *, kind: RegionKind | None = None,
         A malformed table, values that are not regions of ``kind``, a threshold outside
         (0, 1].
     """
-    ct = code_table(table)
+    ct = code_table(table, duplicates)
     values = list(ct.values)
+    if kind is not None:
+        kind = canonical_kind(kind)
     if kind is None:
         first = next((r for v in values for r in (v or ())), None)
         kind = next((k for k, t in _TYPES.items() if isinstance(first, t)), "boxes")

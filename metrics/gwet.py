@@ -32,7 +32,7 @@ from scipy import stats
 
 from .icc import numeric_long_table
 from .result import Result, strict_json
-from .table import Duplicates, factorize, long_table, show
+from .table import Duplicates, factorize, long_table, show, tabular
 from .errors import BadInput
 
 __all__ = ["CacResult", "WeightName", "gwet_ac1", "gwet_ac2", "scott_pi", "bennett_s", "weight_matrix",
@@ -290,6 +290,7 @@ _PARAMS_DOC = """
 """
 
 
+@tabular()
 def gwet_ac1(table: pd.DataFrame, *, categories: Sequence[Any] | None = None, confidence: float = 0.95,
              duplicates: Duplicates = "error") -> CacResult:
     return _cac(table, "gwet", "gwet_ac1", "identity", categories, confidence, duplicates)
@@ -303,6 +304,7 @@ gwet_ac1.__doc__ = """Gwet's AC1: chance agreement from how evenly raters spread
 """ + _PARAMS_DOC
 
 
+@tabular()
 def gwet_ac2(table: pd.DataFrame, *, weights: WeightName | np.ndarray = "quadratic",
              categories: Sequence[Any] | None = None, confidence: float = 0.95,
              duplicates: Duplicates = "error") -> CacResult:
@@ -316,6 +318,7 @@ gwet_ac2.__doc__ = """Gwet's AC2: AC1 with partial credit between categories (or
 """ + _PARAMS_DOC
 
 
+@tabular()
 def scott_pi(table: pd.DataFrame, *, weights: WeightName | np.ndarray = "identity",
              categories: Sequence[Any] | None = None, confidence: float = 0.95,
              duplicates: Duplicates = "error") -> CacResult:
@@ -331,6 +334,7 @@ scott_pi.__doc__ = """Scott's π for many raters (Fleiss' generalized κ), chanc
 """ + _PARAMS_DOC
 
 
+@tabular()
 def bennett_s(table: pd.DataFrame, *, weights: WeightName | np.ndarray = "identity",
               categories: Sequence[Any] | None = None, confidence: float = 0.95,
               duplicates: Duplicates = "error") -> CacResult:
@@ -346,6 +350,7 @@ bennett_s.__doc__ = """Bennett, Alpert & Goldstein's S (Brennan–Prediger): cha
 """ + _PARAMS_DOC
 
 
+@tabular()
 def per_annotator_bias(table: pd.DataFrame, *, confidence: float = 0.95,
                        duplicates: Duplicates = "error") -> pd.DataFrame:
     """Each annotator's mean signed difference to the other annotators on shared items.

@@ -43,7 +43,7 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -52,7 +52,7 @@ from scipy import stats
 from scipy.sparse.csgraph import connected_components
 
 from .result import Result, strict_json
-from .table import Duplicates, factorize, long_table, show
+from .table import Duplicates, factorize, long_table, show, tabular
 from .errors import BadInput
 
 __all__ = ["IccResult", "icc", "numeric_long_table"]
@@ -112,8 +112,8 @@ def numeric_long_table(table: pd.DataFrame, *, duplicates: Duplicates = "error",
 
 @dataclass(frozen=True)
 class IccResult(Result):
-    """The six intraclass correlations of one table (pingouin's layout). No single point
-    estimate (``estimate`` is undefined): pick a form, ``result["ICC2"]``.
+    """The six intraclass correlations of one table (pingouin's layout). ``estimate`` is
+    ICC2 (two-way random, absolute agreement, one rater); every form is ``result[form]``.
 
     Attributes
     ----------
@@ -142,9 +142,18 @@ class IccResult(Result):
     effective_k: dict[str, float] = field(default_factory=dict)
     variance_components: dict[str, float] = field(default_factory=dict)
 
+    #: The headline form: two-way random effects, absolute agreement, one rater (Shrout &
+    #: Fleiss's ICC(2,1)), the form Koo & Li (2016) recommend for inter-rater reliability.
+    HEADLINE: ClassVar[str] = "ICC2"
+
     def __getitem__(self, form: str) -> float:
         """The ICC of one form, e.g. ``result["ICC2"]``."""
         return float(self.table.set_index("type").at[form, "icc"])
+
+    @property
+    def estimate(self) -> float:
+        """ICC2 (:attr:`HEADLINE`); every form is ``result[form]``, its interval ``ci[form]``."""
+        return self[self.HEADLINE]
 
     @property
     def ci(self) -> dict[str, tuple[float, float]]:
@@ -244,6 +253,7 @@ def _annotator_reduction(z: sp.csr_matrix, ann: np.ndarray, resid: np.ndarray, n
     return float(b @ q[free]), int(c)
 
 
+@tabular()
 def icc(table: pd.DataFrame, *, confidence: float = 0.95, duplicates: Duplicates = "error") -> IccResult:
     """The six intraclass correlations with F tests and confidence intervals.
 

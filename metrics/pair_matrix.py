@@ -34,7 +34,7 @@ from .distances.registry import DistanceLike, get_distance
 from .distances.scalars import ScalarDistance
 from .engine import AgreementResult, Form
 from .result import Result, strict_json
-from .table import Duplicates, code_table, factorize
+from .table import Duplicates, code_table, factorize, tabular
 from .errors import BadInput
 
 __all__ = ["pairwise_agreement", "PairwiseAgreementResult", "combine_pairwise", "PAIR_COLUMNS",
@@ -147,6 +147,7 @@ def _most_active(table: pd.DataFrame, max_annotators: int | None) -> tuple[pd.Da
     return table[table["annotator"].astype(str).isin(keep).to_numpy()], left, n
 
 
+@tabular()
 def pairwise_agreement(
     table: pd.DataFrame | None,
     distance: DistanceLike | AgreementResult = "nominal",

@@ -27,7 +27,7 @@ import pandas as pd
 from .bootstrap import expanded_level, iter_multiplicities
 from .model import REGION_TYPES, Attributed, Relation
 from .result import Result, strict_json
-from .table import Duplicates, factorize, long_table
+from .table import Duplicates, factorize, long_table, tabular
 from .errors import BadInput
 
 __all__ = ["per_label_agreement", "PerLabelResult", "label_confusion", "label_sets", "LABEL_COLUMNS",
@@ -152,6 +152,7 @@ def _coded(table: pd.DataFrame, split: str | None, duplicates: Duplicates
     return item, row, code, labels, np.bincount(item)
 
 
+@tabular()
 def label_confusion(table: pd.DataFrame, *, split: str | None = None,
                     duplicates: Duplicates = "error") -> pd.DataFrame:
     """Symmetric counts of labels given by two annotators on the same item.
@@ -212,6 +213,7 @@ def _confusion(item: np.ndarray, row: np.ndarray, code: np.ndarray, labels: np.n
     return pd.DataFrame(np.rint(c).astype(np.int64), index=names, columns=names)
 
 
+@tabular()
 def per_label_agreement(
     table: pd.DataFrame,
     *,

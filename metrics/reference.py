@@ -36,7 +36,7 @@ from .bootstrap import bca_intervals, iter_multiplicities, jackknife_weights
 from .distances.base import Distance
 from .distances.registry import get_distance
 from .result import Result, finite_or_none
-from .table import factorize, long_table
+from .table import Duplicates, factorize, long_table, tabular
 from .errors import BadInput
 
 __all__ = ["ReferenceResult", "agreement_with_reference", "is_bounded", "Chance"]
@@ -104,10 +104,11 @@ COLUMNS = ["similarity", "similarity_ci_low", "similarity_ci_high", "alpha", "al
            "mean_distance", "d_e", "n_items"]
 
 
+@tabular("table", "reference", optional={"reference": ("annotator",)})
 def agreement_with_reference(table: pd.DataFrame, reference: pd.DataFrame, *,
                              distance: str | Distance = "nominal", chance: Chance = "table",
                              d_e: float | None = None, bootstrap: int = 0, seed: int = 0,
-                             confidence: float = 0.95) -> ReferenceResult:
+                             confidence: float = 0.95, duplicates: Duplicates = "error") -> ReferenceResult:
     """Each annotator's agreement with a reference, mean similarity and chance-corrected.
 
     Parameters
@@ -131,6 +132,8 @@ def agreement_with_reference(table: pd.DataFrame, reference: pd.DataFrame, *,
     seed : int
     confidence : float
         Level of the intervals, in (0, 1).
+    duplicates : {"error", "keep", "first", "last"}
+        Several values of one annotator on one item in ``table`` (:func:`.table.long_table`).
 
     Returns
     -------
@@ -148,7 +151,7 @@ def agreement_with_reference(table: pd.DataFrame, reference: pd.DataFrame, *,
     if not 0.0 < confidence < 1.0:
         raise BadInput(f"confidence must be in (0, 1), got {confidence!r}")
     dist = get_distance(distance) if isinstance(distance, str) else distance
-    df = long_table(table)
+    df = long_table(table, duplicates=duplicates)
     ref = _reference_table(reference)
     bounded = is_bounded(dist)
     if chance == "table" and d_e is None:

@@ -23,7 +23,7 @@ from .model import Span
 from .result import Result, strict_json
 from .span_chance import coverage, coverage_sorted, observed_coverage
 from .tokens import char_spans_to_tokens
-from .table import long_table
+from .table import Duplicates, long_table, tabular
 from .errors import BadInput
 
 __all__ = ["SpanF1Result", "SpanF1TableResult", "span_f1", "span_f1_table", "char_spans_to_tokens",
@@ -295,9 +295,11 @@ def _pair_sums(item: Any, prof: dict[Any, dict[Hashable, tuple[np.ndarray, np.nd
             out_l.append(float((m - 2) * t[2] + l_total))
 
 
+@tabular(missing="keep")   # None: an annotation that marked no span
 def span_f1_table(table: pd.DataFrame, n_tokens: Mapping[Any, int], model: str = "non-overlapping",
                   *, reference: str | None = None, approx_tol: float = 0.0,
-                  on_overlap: str = "error", max_pairs: int = 200_000) -> SpanF1TableResult:
+                  on_overlap: str = "error", max_pairs: int = 200_000,
+                  duplicates: Duplicates = "error") -> SpanF1TableResult:
     """Chance-corrected span F1 over a long table, micro-averaged (paper 003 §4).
 
     Parameters
@@ -320,6 +322,8 @@ def span_f1_table(table: pd.DataFrame, n_tokens: Mapping[Any, int], model: str =
         Past this many pairs of annotators (summed over items), ``pairs`` and ``records``
         are left empty. The totals, per annotator, item and label do not need them: they
         are sums over pairs written through per-item sums, linear in the annotators.
+    duplicates : {"error", "keep", "first", "last"}
+        Several annotations of one annotator on one item (:func:`.table.long_table`).
 
     Returns
     -------
@@ -333,7 +337,7 @@ def span_f1_table(table: pd.DataFrame, n_tokens: Mapping[Any, int], model: str =
         raise BadInput(f"model must be one of {MODELS}, got {model!r}")
     if on_overlap not in ("error", "merge"):
         raise BadInput(f"on_overlap must be 'error' or 'merge', got {on_overlap!r}")
-    table = long_table(table, missing="keep")
+    table = long_table(table, duplicates=duplicates, missing="keep")
 
     rec_item, rec_label, rec_a, rec_b, rec_tp, rec_etp, rec_l = [], [], [], [], [], [], []
     # per (item, label, annotator): the sums over the pairs the annotator is in

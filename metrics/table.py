@@ -1,8 +1,10 @@
 """Validating a long table (item, annotator, value) and building the pairs of docs/formulas.md §1."""
 from __future__ import annotations
 
+import functools
+import inspect
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Callable, Literal, Mapping, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -10,9 +12,10 @@ import pandas as pd
 from .item_options import ItemOptions, item_options
 from .errors import BadInput
 
-__all__ = ["CodedTable", "code_table", "long_table", "Duplicates", "factorize", "show", "require_unique_long_table", "observed_pairs", "between_pair_count", "sample_between_pairs",
+__all__ = ["CodedTable", "code_table", "long_table", "as_long", "tabular", "Duplicates", "factorize", "show", "require_unique_long_table", "observed_pairs", "between_pair_count", "sample_between_pairs",
            "all_between_pairs"]
 
+F = TypeVar("F", bound=Callable[..., Any])
 REQUIRED = ("item", "annotator", "value")
 DUPLICATE_POLICIES = ("error", "keep", "first", "last")
 
@@ -98,6 +101,98 @@ def show(v: object) -> str:
 
 
 Duplicates = Literal["error", "keep", "first", "last"]
+
+
+def as_long(data: pd.DataFrame, *, item: str = "item", annotator: str = "annotator", value: str = "value",
+            wide: bool = False, missing: Literal["drop", "keep"] = "drop", optional: tuple[str, ...] = (),
+            name: str = "table") -> pd.DataFrame:
+    """A researcher's table as the long table the measures read: columns ``item``,
+    ``annotator``, ``value`` (other columns, such as ``options``, kept).
+
+    Parameters
+    ----------
+    data : DataFrame
+        Long: one row per annotator per item, its columns named by ``item``, ``annotator``
+        and ``value`` (pingouin's ``targets``, ``raters``, ``ratings``). Wide (``wide=True``):
+        one row per item (the index), one column per annotator, shape (n_items,
+        n_annotators); an empty cell (NaN/None) is an item the annotator did not rate.
+    item, annotator, value : str
+        Column names of the long form.
+    wide : bool
+        ``data`` is items × annotators.
+    missing : {"drop", "keep"}
+        A NaN/None value is no rating and its row is dropped, as krippendorff and pingouin
+        read it; ``"keep"`` leaves it to measures for which None is an answer (an
+        annotation that marked nothing: span F1, CrowdTruth).
+    optional : tuple of str
+        Canonical columns the table may lack (``"annotator"`` of a reference).
+
+    Returns
+    -------
+    DataFrame, shape (n_rows, ≥3)
+
+    Raises
+    ------
+    BadInput
+        Not a DataFrame, or a named column that is absent.
+    """
+    if not isinstance(data, pd.DataFrame):
+        raise BadInput(f"{name}: expected a pandas DataFrame, got {type(data).__name__}")
+    if wide:
+        long = data.rename_axis(index="item", columns="annotator").reset_index().melt(
+            id_vars="item", var_name="annotator", value_name="value")
+    else:
+        names = {item: "item", annotator: "annotator", value: "value"}
+        names = {c: k for c, k in names.items() if c in data.columns or k not in optional}
+        absent = [c for c in names if c not in data.columns]
+        if absent:
+            raise BadInput(f"{name} lacks column(s) {absent} (item={item!r}, annotator={annotator!r}, "
+                           f"value={value!r}); it has {list(data.columns)}")
+        if all(k == v for k, v in names.items()):
+            long = data
+        else:   # a column already called like a target is replaced by the one renamed to it
+            long = data.drop(columns=[c for c in ("item", "annotator", "value") if c in data.columns
+                                      and c not in names]).rename(columns=names)
+    if missing == "drop" and len(long):
+        vals = long["value"].to_numpy()
+        absent_value = np.isnan(vals) if vals.dtype.kind in "fc" else (
+            pd.isna(vals) if vals.dtype == object else np.zeros(len(vals), dtype=bool))
+        if absent_value.any():
+            long = long.loc[~absent_value]
+    return long
+
+
+def tabular(*params: str, missing: Literal["drop", "keep"] = "drop",
+            optional: Mapping[str, tuple[str, ...]] | None = None) -> Callable[[F], F]:
+    """Give a measure the one front door for tables (:func:`as_long`): keyword-only
+    ``item=``, ``annotator=``, ``value=`` column names and ``wide=``, applied to its table
+    arguments ``params`` (default: the first parameter), NaN/None values as no rating;
+    ``optional``: per table argument, the canonical columns it may lack."""
+    def wrap(fn: F) -> F:
+        sig = inspect.signature(fn)
+        names = params or (next(iter(sig.parameters)),)
+        extra = [inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, default=d, annotation=a)
+                 for k, d, a in (("item", "item", "str"), ("annotator", "annotator", "str"),
+                                 ("value", "value", "str"), ("wide", False, "bool"))
+                 if k not in sig.parameters]
+        ps = list(sig.parameters.values())
+        at = next((k for k, p in enumerate(ps) if p.kind is inspect.Parameter.VAR_KEYWORD), len(ps))
+
+        @functools.wraps(fn)
+        def measure(*args: Any, item: str = "item", annotator: str = "annotator", value: str = "value",
+                    wide: bool = False, **kwargs: Any) -> Any:
+            bound = sig.bind_partial(*args, **kwargs)
+            for n in names:
+                got = bound.arguments.get(n)
+                if isinstance(got, pd.DataFrame):
+                    bound.arguments[n] = as_long(got, item=item, annotator=annotator, value=value,
+                                                 wide=wide, missing=missing, name=n,
+                                                 optional=(optional or {}).get(n, ()))
+            return fn(*bound.args, **bound.kwargs)
+
+        measure.__signature__ = sig.replace(parameters=ps[:at] + extra + ps[at:])  # type: ignore[attr-defined]
+        return measure  # type: ignore[return-value]
+    return wrap
 
 
 def long_table(table: pd.DataFrame, *, duplicates: Duplicates = "error", missing: Literal["error", "keep"] = "error",
