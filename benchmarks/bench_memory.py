@@ -1,0 +1,151 @@
+"""Bounded memory (issue 24.1): ``ls-agreement report`` on demo-shaped exports of 10,000
+and 100,000 tasks (1,000,000 with ``--million``) against ``json.load`` of the same file.
+
+Each export is written once by :mod:`benchmarks.big_export` (the demo's generator: five
+controls, 3-5 of six annotators per task) into ``--dir`` and reused. Both commands run as
+child processes of this one, one after the other, and each child's wall-clock time, CPU
+time (user + system) and peak resident memory (``ru_maxrss`` from ``os.wait4``, the
+child's own) are printed side by side: ``json.load`` only reads the file, so it is the
+floor any reader of the whole document pays. Targets: 100,000 tasks in ≤ 60 s and ≤ 2 GB;
+1,000,000 tasks in ≤ 15 min and ≤ 4 GB. The load average is printed too: on a shared
+machine the wall-clock time stretches while the CPU time does not.
+
+``--compare PYTHONPATH`` also runs the report of another checkout (a directory holding an
+``ls_agreement`` package, e.g. a copy of the tree before a change) on the same export and
+prints how far the two reports' numbers are apart (point estimates; intervals; per-task σ).
+
+Run: ``python -m benchmarks memory`` or e.g. ``python -m benchmarks memory -- --tasks 10000``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.big_export import config_xml, write_export
+
+TARGETS = {100_000: (60.0, 2.0), 1_000_000: (900.0, 4.0)}   # tasks -> (wall s, peak GB)
+DEFAULT_DIR = Path(tempfile.gettempdir()) / "ls-agreement-bench-memory"
+
+
+def _run(args: list[str], env: dict[str, str] | None = None) -> dict[str, float]:
+    """Run a child process; its wall time, CPU seconds and peak RSS (bytes)."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+    proc.stderr and proc.stderr.close()
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        raise RuntimeError(f"{' '.join(args[:4])} ... exited {code}: {err[-2000:]}")
+    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "peak": usage.ru_maxrss * 1024.0}
+
+
+def _export(directory: Path, n: int, seed: int) -> Path:
+    path = directory / f"demo-{n}-seed{seed}.json"
+    done = path.with_suffix(".done")
+    if not done.exists():
+        t0 = time.perf_counter()
+        size = write_export(path, n, seed)
+        done.write_text(str(size))
+        print(f"  wrote {path.name}: {size / 1e6:,.0f} MB in {time.perf_counter() - t0:.0f} s", flush=True)
+    return path
+
+
+def _report_cmd(export: Path, config: Path, out: Path) -> list[str]:
+    return [sys.executable, "-m", "ls_agreement.plugin.cli", "report", str(export), "--config", str(config),
+            "--out", str(out)]
+
+
+def _fmt(r: dict[str, float]) -> str:
+    return f"{r['wall']:7.1f} s wall {r['cpu']:7.1f} s CPU {r['peak'] / 2 ** 30:6.2f} GB"
+
+
+def _numbers(report: dict[str, Any]) -> dict[str, float]:
+    """Every number of a report worth comparing, by path."""
+    out: dict[str, float] = {}
+    for name, c in report["controls"].items():
+        for k in ("alpha", "ks", "sigma", "threshold", "d_e"):
+            if c.get(k) is not None:
+                out[f"{name}.{k}"] = c[k]
+        for k, (lo, hi) in ((k, v) for k, v in c["ci"].items() if isinstance(v, list)):
+            if lo is not None:
+                out[f"{name}.ci.{k}.low"], out[f"{name}.ci.{k}.high"] = lo, hi
+        for a, rec in c["annotators"].items():
+            for k in ("sigma", "alpha"):
+                if rec.get(k) is not None:
+                    out[f"{name}.annotators.{a}.{k}"] = rec[k]
+    for t, rec in report["tasks"].items():
+        if rec.get("sigma") is not None:
+            out[f"tasks.{t}.sigma"] = rec["sigma"]
+    return out
+
+
+def compare(a_path: Path, b_path: Path) -> None:
+    """Print how far two reports' numbers are apart (largest absolute difference per family)."""
+    a, b = json.loads(a_path.read_text()), json.loads(b_path.read_text())
+    na, nb = _numbers(a), _numbers(b)
+    missing = sorted(set(na) ^ set(nb))
+    worst: dict[str, tuple[float, str]] = {}
+    for k in set(na) & set(nb):
+        fam = "ci" if ".ci." in k else ("tasks" if k.startswith("tasks.") else
+                                        "annotators" if ".annotators." in k else "point")
+        d = abs(na[k] - nb[k]) if math.isfinite(na[k]) and math.isfinite(nb[k]) else 0.0
+        if d > worst.get(fam, (-1.0, ""))[0]:
+            worst[fam] = (d, k)
+    flags_a = {t for t, r in a["tasks"].items() if r.get("flag")}
+    flags_b = {t for t, r in b["tasks"].items() if r.get("flag")}
+    print(f"  compared {len(set(na) & set(nb)):,} numbers; only in one report: {len(missing)}"
+          f"{' e.g. ' + missing[0] if missing else ''}")
+    for fam, (d, k) in sorted(worst.items()):
+        print(f"    largest difference, {fam:10s}: {d:.3g} ({k})")
+    print(f"    flagged tasks: {len(flags_a):,} vs {len(flags_b):,}, differing {len(flags_a ^ flags_b):,}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks memory")
+    ap.add_argument("--tasks", default="10000,100000", help="comma-separated export sizes")
+    ap.add_argument("--million", action="store_true", help="also 1,000,000 tasks (an 8.6 GB export)")
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--dir", type=Path, default=DEFAULT_DIR, help="where the exports are written and kept")
+    ap.add_argument("--compare", metavar="PYTHONPATH", help="also run another checkout's report and compare")
+    args = ap.parse_args(argv or [])
+    sizes = [int(s) for s in args.tasks.split(",") if s.strip()] + ([1_000_000] if args.million else [])
+    args.dir.mkdir(parents=True, exist_ok=True)
+    config = args.dir / "demo.xml"
+    config.write_text(config_xml(), encoding="utf-8")
+    print(f"cores {os.cpu_count()}, load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}", flush=True)
+    for n in sizes:
+        export = _export(args.dir, n, args.seed)
+        size = export.stat().st_size
+        print(f"{n:,} tasks, export {size / 1e6:,.0f} MB", flush=True)
+        ref = _run([sys.executable, "-c", f"import json; json.load(open({str(export)!r}, 'rb'))"])
+        print(f"  json.load          {_fmt(ref)}", flush=True)
+        out = args.dir / f"report-{n}.json"
+        rep = _run(_report_cmd(export, config, out))
+        verdict = ""
+        if n in TARGETS:
+            wall_t, gb_t = TARGETS[n]
+            ok = rep["wall"] <= wall_t and rep["peak"] <= gb_t * 2 ** 30
+            verdict = f"  target ≤ {wall_t:.0f} s, ≤ {gb_t:.0f} GB: {'met' if ok else 'NOT met'}"
+        print(f"  ls-agreement report {_fmt(rep)}  (× json.load: {rep['wall'] / ref['wall']:.1f} wall, "
+              f"{rep['peak'] / ref['peak']:.2f} memory; {rep['peak'] / size:.2f} × the file){verdict}", flush=True)
+        if args.compare:
+            other = args.dir / f"report-{n}-compare.json"
+            env = dict(os.environ, PYTHONPATH=args.compare)
+            old = _run(_report_cmd(export, config, other), env=env)
+            print(f"  --compare report    {_fmt(old)}", flush=True)
+            compare(other, out)
+        print(f"  load average now {' '.join(f'{x:.1f}' for x in os.getloadavg())}", flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
