@@ -13,6 +13,9 @@ if [ ! -f "$stamp" ]; then
   .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[test]"
   # a test reference only; its releases pin scipy==1.12 (numpy < 2), so its dependencies are not taken
   .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps "irrCAC>=0.4"
+  # the annotator model's reference (tests, bench_flags); its requirements pull transformers,
+  # which crowdkit.aggregation never imports
+  .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps "crowd-kit>=1.4"
   rm -f .venv/.installed-*; touch "$stamp"
 fi
 cmd=${1:-help}; shift || true

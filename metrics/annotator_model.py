@@ -1,0 +1,570 @@
+"""A latent-class model of annotators and tasks for categorical controls (docs/formulas.md
+"Flags": choices, ratings, pairwise preferences — any control whose answers are a few labels).
+
+It says, per task, the most likely answer, who departs from it, and whether the task
+itself is ambiguous; per annotator, the share of their answers that are *sound*.
+
+The model (Dawid & Skene 1979 with MACE's spammer component, Hovy et al. 2013, and an
+ambiguous-task component of our own):
+
+* a task is *ordinary* with probability ``1 − ρ``: one true class ``z ~ π``; or
+  *ambiguous* with probability ``ρ``: two defensible classes ``{z, z'} ~ ψ``;
+* each answer of annotator ``a`` is *sound* with probability ``θ_a``: its label is drawn
+  from the row ``C[z]`` of the sound confusion matrix (on an ambiguous task from the mean
+  of the rows of its two classes: careful annotators split); else it *departs*: its label
+  is drawn from the annotator's own ``ξ_a``, whatever the task (a spammer's constant label,
+  a random click).
+
+``C`` is shared by the annotators: it is what careful work looks like on this control
+(the slips between neighbouring ratings, the confusable classes), so one annotator's
+excess over it — a random answer on 30 % of their tasks, a constant label — is read as
+departures, and a project where everybody slips alike has no departures at all. Each
+annotator's confusion matrix is ``θ_a C + (1 − θ_a) 1 ξ_aᵀ``.
+
+A task *holds a departing answer* when one of its answers departs and differs from the
+true class (from both classes of an ambiguous task); its flag posterior is
+``1 − P(ordinary and no answer departs | its answers)``. Fitted by EM with weak Dirichlet
+and Beta priors (MAP): missing answers (annotators who did not see a task) simply do not
+enter its product, and any number of answers per task works. Reading one task with the
+fitted parameters (:func:`read_labels`) needs only its own answers: the live path updates
+a task without refitting.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any, Hashable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .sound_share import CAREFUL, DEPARTS_AT, sound_profile
+
+__all__ = ["LabelModel", "LabelReading", "fit_label_model", "read_labels", "SOUND_PRIOR", "CAREFUL", "DEPARTS_AT"]
+
+#: Beta prior of an annotator's share of sound answers (θ): most annotators are careful.
+SOUND_PRIOR = (0.5, 0.5)
+_AMBIGUITY_PRIOR = (1.0, 1.0)    # Beta prior of ρ: flat
+#: Log-posterior gain from which the model has ambiguous tasks at all (else ρ = 0).
+AMBIGUOUS_AT = 4.0
+_PAIR_PSEUDO = 10.0              # Dirichlet pseudo-count of each class pair of an ambiguous task (ψ)
+_CONFUSION_DIAG, _CONFUSION_OFF = 2.0, 0.5   # Dirichlet pseudo-counts of C's rows
+_OWN_WEIGHT = 10.0               # answers behind the shrinkage of an annotator's accuracy towards C's
+_DEPARTING_PSEUDO = 1.0          # Dirichlet pseudo-count (total) of ξ_a, spread as the labels are
+_THETA_START = 0.99              # the most a start gives θ: slips go to C first
+_AMBIGUITY_STARTS = (0.01, 0.2)  # ρ of EM's two starts
+_MAX_ITER = 300
+_TOL = 1e-7                      # relative change of the log posterior that stops EM
+
+
+@dataclass(frozen=True)
+class LabelModel:
+    """The fitted parameters of one categorical control.
+
+    Attributes
+    ----------
+    classes : tuple, shape (K,)
+        The labels, in the order of the arrays.
+    prior : ndarray, shape (K,)
+        π: the true class of an ordinary task.
+    confusion : ndarray, shape (K, K)
+        C: the label of a sound answer (columns) given the true class (rows).
+    own_confusion : ndarray, shape (A, K, K)
+        Each annotator's own C_a: a careful annotator's, shrunk towards C; C itself for an
+        annotator who departs.
+    annotators : tuple of str, shape (A,)
+    sound : ndarray, shape (A,)
+        θ: each annotator's share of sound answers (their *reliability*).
+    sound_ci : ndarray, shape (A, 2)
+        Its 95 % profile-likelihood interval (the annotator's answers given the others').
+    departing : ndarray, shape (A, K)
+        ξ: the labels of each annotator's departing answers.
+    ambiguity : float
+        ρ: share of ambiguous tasks.
+    pair_a, pair_b : ndarray of int, shape (P,)
+        The class pairs ``{z, z'}`` of an ambiguous task (``pair_a < pair_b``).
+    pairs : ndarray, shape (P,)
+        ψ: which pair an ambiguous task has.
+    n_answers : ndarray of int, shape (A,)
+    n_iter : int
+    log_posterior : float
+    """
+
+    classes: tuple
+    prior: np.ndarray
+    confusion: np.ndarray
+    own_confusion: np.ndarray
+    annotators: tuple[str, ...]
+    sound: np.ndarray
+    sound_ci: np.ndarray
+    departing: np.ndarray
+    ambiguity: float
+    pair_a: np.ndarray
+    pair_b: np.ndarray
+    pairs: np.ndarray
+    n_answers: np.ndarray
+    n_iter: int = 0
+    log_posterior: float = float("nan")
+
+    @property
+    def default_sound(self) -> float:
+        """θ of an annotator the fit has not seen: the answer-weighted mean."""
+        w = self.n_answers.astype(float)
+        return float(np.dot(w, self.sound) / w.sum()) if w.sum() > 0 else SOUND_PRIOR[0] / sum(SOUND_PRIOR)
+
+    @property
+    def default_departing(self) -> np.ndarray:
+        """ξ of an unseen annotator: the answer-weighted mean, shape (K,)."""
+        w = self.n_answers.astype(float)
+        if w.sum() <= 0:
+            return np.full(len(self.classes), 1.0 / len(self.classes))
+        return (w[:, None] * self.departing).sum(axis=0) / w.sum()
+
+    def parameters(self, annotators: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """θ, ξ and C_a of ``annotators`` (the defaults and C for unseen ones), shapes (n,),
+        (n, K) and (n, K, K)."""
+        index = {a: k for k, a in enumerate(self.annotators)}
+        codes = np.array([index.get(str(a), -1) for a in annotators], dtype=np.int64)
+        seen, at = codes >= 0, np.maximum(codes, 0)
+        theta = np.where(seen, self.sound[at], self.default_sound)
+        xi = np.where(seen[:, None], self.departing[at], self.default_departing)
+        own = np.where(seen[:, None, None], self.own_confusion[at], self.confusion)
+        return theta, xi, own
+
+
+@dataclass(frozen=True)
+class LabelReading:
+    """What the model says about each task and answer (:func:`read_labels`).
+
+    Attributes
+    ----------
+    items : ndarray, shape (T,)
+        The task ids, in first-seen order.
+    consensus : ndarray of int, shape (T,)
+        Index into ``classes`` of the most likely answer: the true class of an ordinary
+        task, on an ambiguous one each of its two classes in proportion to the sound
+        answers that chose it.
+    consensus_p : ndarray, shape (T,)
+        Its posterior probability.
+    p_ambiguous : ndarray, shape (T,)
+        Posterior that the task is ambiguous.
+    p_flag : ndarray, shape (T,)
+        Posterior that the task holds a departing answer or is ambiguous.
+    split : ndarray of int, shape (T, 2)
+        The most likely pair of an ambiguous reading (class indices).
+    p_departs : ndarray, shape (N,)
+        Per answer (input order): posterior that it departs and differs from the true
+        class(es).
+    task_of : ndarray of int, shape (N,)
+        Per answer: its task's index in ``items``.
+    label : ndarray of int, shape (N,)
+        Per answer: its class index.
+    """
+
+    items: np.ndarray
+    consensus: np.ndarray
+    consensus_p: np.ndarray
+    p_ambiguous: np.ndarray
+    p_flag: np.ndarray
+    split: np.ndarray
+    p_departs: np.ndarray
+    task_of: np.ndarray
+    label: np.ndarray
+
+
+# ---------------------------------------------------------------------------------------
+# The likelihood of every answer under every task state. An answer's factor depends only
+# on its annotator a, its label y and the state, so it is looked up in a table with one row
+# per (a, y) (row a·K + y) and one column per state: the K ordinary classes, then the P
+# ambiguous pairs. EM's expected counts are sums of task posteriors over the answers of
+# each row: one gather, one segment sum per task and one bincount per iteration.
+# ---------------------------------------------------------------------------------------
+
+@dataclass
+class _Coded:
+    """Answers sorted by task: ``task`` (N,), ``row`` (N,) = annotator · K + label, ``label``
+    (N,), ``annotator`` (N,), ``starts`` (T,) each task's first answer, ``order`` (N,) the
+    input position of each answer, ``items`` (T,) the task ids."""
+
+    task: np.ndarray
+    row: np.ndarray
+    label: np.ndarray
+    annotator: np.ndarray
+    starts: np.ndarray
+    order: np.ndarray
+    items: np.ndarray
+
+
+def _code(item: Sequence[Hashable] | np.ndarray, label: np.ndarray, annotator: np.ndarray, k: int) -> _Coded:
+    task, items = pd.factorize(pd.Series(item if isinstance(item, (np.ndarray, pd.Series)) else list(item)),
+                               sort=False)
+    order = np.argsort(task, kind="stable")
+    t = task[order]
+    starts = np.flatnonzero(np.r_[True, t[1:] != t[:-1]]) if t.size else np.zeros(0, dtype=np.int64)
+    a, y = annotator[order], label[order]
+    return _Coded(task=t, row=a * k + y, label=y, annotator=a, starts=starts, order=order, items=np.asarray(items))
+
+
+def _pair_index(k: int) -> tuple[np.ndarray, np.ndarray]:
+    a, b = np.triu_indices(k, 1)
+    return a.astype(np.int64), b.astype(np.int64)
+
+
+@dataclass
+class _Tables:
+    """Per row (a, y) and state: ``sound`` (A·K, K + P) = θ_a × P(y | state, sound),
+    ``dep`` (A·K,) = (1 − θ_a) ξ_a[y] (the same under every state), ``log`` (A·K, K + P) =
+    log(sound + dep)."""
+
+    sound: np.ndarray
+    dep: np.ndarray
+    log: np.ndarray
+
+
+def _tables(theta: np.ndarray, xi: np.ndarray, own: np.ndarray, pa: np.ndarray, pb: np.ndarray) -> _Tables:
+    """theta (A,), xi (A, K), own (A, K, K): each annotator's sound confusion."""
+    n_ann, k = xi.shape
+    by_label = own.transpose(0, 2, 1)                                   # (A, y, z)
+    by_label = np.concatenate([by_label, 0.5 * (by_label[:, :, pa] + by_label[:, :, pb])], axis=2)
+    sound = (theta[:, None, None] * by_label).reshape(n_ann * k, -1)
+    dep = ((1.0 - theta)[:, None] * xi).reshape(-1)
+    return _Tables(sound=sound, dep=dep, log=np.log(sound + dep[:, None]))
+
+
+def _state_log_prior(prior: np.ndarray, rho: float, psi: np.ndarray) -> np.ndarray:
+    """log P(state), shape (K + P,)."""
+    return np.r_[math.log(max(1.0 - rho, 1e-300)) + np.log(prior),
+                 math.log(max(rho, 1e-300)) + np.log(np.maximum(psi, 1e-300))]
+
+
+def _posteriors(c: _Coded, tab: _Tables, log_prior: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each task's state posterior (T, K + P) and log evidence (T,)."""
+    joint = np.add.reduceat(tab.log[c.row], c.starts, axis=0) + log_prior
+    top = joint.max(axis=1, keepdims=True)
+    post = np.exp(joint - top)
+    total = post.sum(axis=1, keepdims=True)
+    post /= total
+    return post, (top + np.log(total))[:, 0]
+
+
+# ---------------------------------------------------------------------------------------
+# the fit
+# ---------------------------------------------------------------------------------------
+
+@dataclass
+class _Params:
+    """π (K,), C (K, K), each annotator's own sound confusion (A, K, K), θ (A,), ξ (A, K),
+    ρ, ψ (P,)."""
+
+    prior: np.ndarray
+    conf: np.ndarray
+    own: np.ndarray
+    theta: np.ndarray
+    xi: np.ndarray
+    rho: float
+    psi: np.ndarray
+
+
+@dataclass
+class _Problem:
+    """A control's coded answers and what every EM step needs of them."""
+
+    c: _Coded
+    k: int
+    n_ann: int
+    pa: np.ndarray
+    pb: np.ndarray
+    freq: np.ndarray          # (K,) label frequencies, smoothed
+    n_answers: np.ndarray     # (A,)
+    ambiguity: bool
+
+    @property
+    def n_states(self) -> int:
+        return self.k + self.pa.size
+
+
+def _read(p: _Params, pb: _Problem, shared: bool = False) -> tuple[_Tables, np.ndarray, np.ndarray]:
+    """Tables and task posteriors; ``shared``: every annotator's sound answers read with C."""
+    own = np.broadcast_to(p.conf, p.own.shape) if shared else p.own
+    tab = _tables(p.theta, p.xi, own, pb.pa, pb.pb)
+    return (tab, *_posteriors(pb.c, tab, _state_log_prior(p.prior, p.rho, p.psi)))
+
+
+def _row_sums(pb: _Problem, post: np.ndarray) -> np.ndarray:
+    """Σ over the answers of each row (a, y) of their task's state posterior, (A·K, K + P)."""
+    s = pb.n_states
+    code = (pb.c.row[:, None] * s + np.arange(s)[None, :]).ravel()
+    return np.bincount(code, weights=post[pb.c.task].ravel(), minlength=pb.n_ann * pb.k * s).reshape(-1, s)
+
+
+def _confusion(to_class: np.ndarray) -> np.ndarray:
+    """C from expected sound counts (K, K: true class × label) and its Dirichlet prior."""
+    k = to_class.shape[0]
+    conf = to_class + _CONFUSION_OFF + np.eye(k) * (_CONFUSION_DIAG - _CONFUSION_OFF)
+    return conf / conf.sum(axis=1, keepdims=True)
+
+
+def _own_confusion(counts: np.ndarray, conf: np.ndarray) -> np.ndarray:
+    """Each careful annotator's C_a, shape (A, K, K): C with the annotator's own accuracy on
+    the diagonal (one number each, as in GLAD's ability or the one-coin Dawid–Skene; a full
+    K × K matrix per annotator overfits a few hundred answers), its slips spread as C
+    spreads them; the accuracy shrunk towards C's by :data:`_OWN_WEIGHT` answers. It weighs
+    an annotator's vote against the others'; a departing annotator keeps C, so that their
+    excess over typical work stays in θ and ξ.
+
+    counts : (A, K, K) expected sound answers per true class (rows) and label."""
+    k = conf.shape[0]
+    diag = np.einsum("azz->a", counts)
+    total = counts.sum(axis=(1, 2))
+    mean_acc = float(np.dot(conf.diagonal(), counts.sum(axis=(0, 2))) / max(counts.sum(), 1e-12))
+    acc = (diag + _OWN_WEIGHT * mean_acc) / (total + _OWN_WEIGHT)                       # (A,)
+    off = conf * (1 - np.eye(k))
+    off = off / np.maximum(off.sum(axis=1, keepdims=True), 1e-300)                      # slips' spread per row
+    return acc[:, None, None] * np.eye(k)[None] + (1 - acc)[:, None, None] * off[None]
+
+
+def _votes(c: _Coded, k: int) -> np.ndarray:
+    """Each task's label counts, shape (T, K)."""
+    return np.bincount(c.task * k + c.label, minlength=c.starts.size * k).reshape(-1, k).astype(float)
+
+
+def _start(pb: _Problem, rho: float, careful: np.ndarray) -> _Params:
+    """A start: majority-vote class posteriors; C and π from them; θ = :data:`CAREFUL`
+    where ``careful``, elsewhere from how often the annotator agrees with the majority of
+    the others, relative to the median annotator."""
+    c, k = pb.c, pb.k
+    votes = _votes(c, k)
+    post = (votes + 1e-3) / (votes + 1e-3).sum(axis=1, keepdims=True)
+    # leave-one-out majority: the others' votes on the answer's own label vs their best label
+    others = votes[c.task] - np.eye(k)[c.label]                         # (N, K)
+    has_others = others.sum(axis=1) > 0
+    agree = (others[np.arange(c.label.size), c.label] >= others.max(axis=1)) & has_others
+    n_with = np.bincount(c.annotator, weights=has_others.astype(float), minlength=pb.n_ann)
+    acc = np.bincount(c.annotator, weights=agree.astype(float), minlength=pb.n_ann) / np.maximum(n_with, 1)
+    chance = float(np.dot(pb.freq, pb.freq))
+    typical = float(np.median(acc[n_with > 0])) if (n_with > 0).any() else 1.0
+    theta = np.full(pb.n_ann, _THETA_START)
+    if typical > chance:
+        theta = np.clip((acc - chance) / (typical - chance), 0.05, _THETA_START)
+    theta = np.where(careful | (n_with == 0), CAREFUL, theta)
+    weight = post[c.task] * theta[c.annotator, None]                    # (N, K)
+    to_class = np.stack([np.bincount(c.label, weights=weight[:, z], minlength=k) for z in range(k)])
+    conf = _confusion(to_class)
+    return _Params(prior=post.mean(axis=0), conf=conf, own=np.tile(conf, (pb.n_ann, 1, 1)), theta=theta,
+                   xi=np.tile(pb.freq, (pb.n_ann, 1)), rho=rho, psi=np.full(pb.pa.size, 1.0 / max(pb.pa.size, 1)))
+
+
+def _log_prior(p: _Params, pb: _Problem) -> float:
+    a_s, b_s = SOUND_PRIOR
+    out = float(((a_s - 1) * np.log(p.theta) + (b_s - 1) * np.log1p(-p.theta)).sum())
+    if pb.ambiguity:
+        out += (_AMBIGUITY_PRIOR[0] - 1) * math.log(max(p.rho, 1e-300)) + \
+            (_AMBIGUITY_PRIOR[1] - 1) * math.log1p(-p.rho)
+    return out
+
+
+def _m_step(p: _Params, pb: _Problem, tab: _Tables, post: np.ndarray, careful: np.ndarray) -> _Params:
+    k, n_ann, pa, pb_ = pb.k, pb.n_ann, pb.pa, pb.pb
+    sums = _row_sums(pb, post)                                           # (A·K, K + P)
+    sound_w = sums * tab.sound / (tab.sound + tab.dep[:, None])          # expected sound answers
+    share = sound_w.sum(axis=1)                                          # (A·K,)
+    n_row = sums.sum(axis=1)
+    # a sound answer on an ambiguous task goes to z and to z' in proportion to C[z, y], C[z', y]
+    ct = p.own.transpose(0, 2, 1).reshape(n_ann * k, k)                 # (A·K, K): C_a[z, y]
+    amb = sound_w[:, k:]
+    first = np.where(ct[:, pa] + ct[:, pb_] > 0, ct[:, pa] / np.maximum(ct[:, pa] + ct[:, pb_], 1e-300), 0.5)
+    to_row = sound_w[:, :k].copy()
+    for q in range(pa.size):
+        to_row[:, pa[q]] += amb[:, q] * first[:, q]
+        to_row[:, pb_[q]] += amb[:, q] * (1.0 - first[:, q])
+    counts = to_row.reshape(n_ann, k, k).transpose(0, 2, 1)              # (A, z, y)
+    conf = _confusion(counts.sum(axis=0))
+    own = np.where(careful[:, None, None], _own_confusion(counts, conf), conf[None])
+    a_s, b_s = SOUND_PRIOR
+    s_count = share.reshape(n_ann, k).sum(axis=1)
+    theta = np.clip((s_count + a_s - 1) / np.maximum(pb.n_answers + a_s + b_s - 2, 1e-12), 1e-6, 1 - 1e-6)
+    theta = np.where(careful, CAREFUL, theta)
+    xi = (n_row - share).reshape(n_ann, k) + _DEPARTING_PSEUDO * pb.freq
+    state = post.sum(axis=0)
+    prior = state[:k] + 1.0
+    rho, psi = p.rho, p.psi
+    if pb.ambiguity:
+        rho = (float(state[k:].sum()) + _AMBIGUITY_PRIOR[0] - 1) / (post.shape[0] + sum(_AMBIGUITY_PRIOR) - 2)
+        rho = min(max(rho, 1e-6), 0.5)
+        psi = state[k:] + _PAIR_PSEUDO
+        psi = psi / psi.sum()
+    return _Params(prior=prior / prior.sum(), conf=conf, own=own, theta=theta,
+                   xi=xi / xi.sum(axis=1, keepdims=True), rho=rho, psi=psi)
+
+
+def _em(p: _Params, pb: _Problem, max_iter: int, tol: float, careful: np.ndarray) -> tuple[_Params, float, int]:
+    """MAP-EM from ``p`` (θ held at :data:`CAREFUL` where ``careful``, shape (A,)): the
+    parameters, their log posterior, the iterations run."""
+    last, it = -np.inf, 0
+    for it in range(1, max_iter + 1):
+        tab, post, norm = _read(p, pb)
+        logp = float(norm.sum()) + _log_prior(p, pb)
+        if it > 1 and abs(logp - last) <= tol * max(abs(logp), 1.0):
+            return p, logp, it
+        last = logp
+        p = _m_step(p, pb, tab, post, careful)
+    _, _, norm = _read(p, pb)
+    return p, float(norm.sum()) + _log_prior(p, pb), it
+
+
+def _predictive(p: _Params, pb: _Problem) -> tuple[np.ndarray, np.ndarray]:
+    """Per answer, the probability of its label if sound, given the task's *other* answers
+    (the cavity: the answer's own factor divided out of its task's posterior), and if
+    departing (ξ_a[y]); shapes (N,), (N,). Sound answers are read with the shared C: the
+    question is whether the annotator departs from typical work, not from their own."""
+    c = pb.c
+    tab, post, _ = _read(p, pb, shared=True)
+    sound = tab.sound[c.row]                                             # (N, S)
+    w = post[c.task] / (sound + tab.dep[c.row][:, None])                 # P(state | others), unnormalized
+    u = (w * sound).sum(axis=1) / w.sum(axis=1)
+    return u / np.maximum(p.theta[c.annotator], 1e-300), p.xi[c.annotator, c.label]
+
+
+def fit_label_model(item: Sequence[Hashable], annotator: Sequence[Any], label: Sequence[Hashable], *,
+                    classes: Sequence[Hashable] | None = None, ambiguity: bool = True,
+                    max_iter: int = _MAX_ITER, tol: float = _TOL) -> LabelModel:
+    """Fit the model to one control's answers.
+
+    Everybody starts careful (θ = 1: their slips make C). An annotator is let depart when
+    their answers, given the others', are clearly likelier with θ < 1 (a likelihood ratio
+    of :data:`DEPARTS_AT`); C is refitted without them and the rest are tested again.
+    Testing every annotator at once from a free fit would let a careful annotator's θ
+    sink while C sharpens around the others: sampling noise would become departures. EM
+    runs from two starts — few ambiguous tasks and many — and keeps the higher log
+    posterior: from few, the splits of ambiguous tasks are first read as slips and widen
+    C, and EM rarely finds its way back.
+
+    Parameters
+    ----------
+    item, annotator, label : sequences, shape (N,)
+        One row per answer: its task, annotator (str) and label (hashable).
+    classes : sequence, optional
+        Every label the control offers (default: the labels seen), shape (K,).
+    ambiguity : bool
+        Whether the model has ambiguous tasks (False: Dawid–Skene with a spammer component).
+    max_iter, tol
+        EM stops after ``max_iter`` iterations or when the log posterior changes by less
+        than ``tol`` relative.
+
+    Returns
+    -------
+    LabelModel
+
+    Raises
+    ------
+    ValueError
+        No answers, or fewer than two classes.
+    """
+    labels = pd.Series(list(label), dtype=object)
+    if not len(labels):
+        raise ValueError("no answers to fit")
+    cls = list(dict.fromkeys(classes)) if classes is not None else []
+    cls += [v for v in dict.fromkeys(labels.tolist()) if v not in set(cls)]
+    k = len(cls)
+    if k < 2:
+        raise ValueError("a categorical model needs at least two classes")
+    y = pd.Index(cls).get_indexer(labels).astype(np.int64)
+    ann_codes, ann_labels = pd.factorize(pd.Series([str(a) for a in annotator]), sort=True)
+    c = _code(item, y, ann_codes.astype(np.int64), k)
+    n_ann = len(ann_labels)
+    pa, pb_ = _pair_index(k)
+    counts = np.bincount(c.label, minlength=k).astype(float)
+    problem = _Problem(c=c, k=k, n_ann=n_ann, pa=pa, pb=pb_, freq=(counts + 1.0) / (counts.sum() + k),
+                       n_answers=np.bincount(c.annotator, minlength=n_ann), ambiguity=ambiguity and pa.size > 0)
+    careful = np.ones(n_ann, dtype=bool)
+    plain = dataclasses.replace(problem, ambiguity=False)
+    p, logp, n_iter = _em(_start(plain, 0.0, careful), plain, max_iter, tol, careful)
+    if problem.ambiguity:
+        # ambiguous tasks only where they clearly explain the splits better than slips do
+        # (careful annotators' slips can split a few tasks alike by chance)
+        for rho in _AMBIGUITY_STARTS:
+            fit = _em(_start(problem, rho, careful), problem, max_iter, tol, careful)
+            n_iter += fit[2]
+            if fit[1] >= logp + AMBIGUOUS_AT:
+                p, logp, _ = fit
+                plain = problem
+        problem = plain
+    prof = sound_profile(*_predictive(p, problem), c.annotator, n_ann)
+    for _ in range(n_ann):
+        freed = careful & (prof.gain() >= DEPARTS_AT)
+        if not freed.any():
+            break
+        careful &= ~freed
+        theta = np.where(freed, np.maximum(prof.best, 1e-3), p.theta)
+        p, logp, more = _em(dataclasses.replace(p, theta=theta), problem, max_iter, tol, careful)
+        n_iter += more
+        prof = sound_profile(*_predictive(p, problem), c.annotator, n_ann)
+    return LabelModel(classes=tuple(cls), prior=p.prior, confusion=p.conf, own_confusion=p.own,
+                      annotators=tuple(str(a) for a in ann_labels), sound=p.theta, sound_ci=prof.interval(),
+                      departing=p.xi, ambiguity=float(p.rho), pair_a=pa, pair_b=pb_, pairs=p.psi,
+                      n_answers=problem.n_answers, n_iter=n_iter, log_posterior=logp)
+
+
+def read_labels(model: LabelModel, item: Sequence[Hashable], annotator: Sequence[Any],
+                label: Sequence[Hashable]) -> LabelReading:
+    """Read tasks against a fitted model (the fit's own tasks, or new ones: the live path).
+
+    Parameters
+    ----------
+    model : LabelModel
+    item, annotator, label : sequences, shape (N,)
+        One row per answer. Labels the model does not know are left out (they cannot be
+        read against it).
+
+    Returns
+    -------
+    LabelReading
+    """
+    index = {v: k for k, v in enumerate(model.classes)}
+    y_all = np.array([index.get(v, -1) for v in label], dtype=np.int64)
+    keep = np.flatnonzero(y_all >= 0)
+    items_in = np.asarray(item, dtype=object)[keep] if len(keep) else np.zeros(0, dtype=object)
+    anns = pd.Series([str(annotator[i]) for i in keep], dtype=object)
+    a_codes, a_labels = pd.factorize(anns, sort=False)
+    theta, xi, own = model.parameters(list(a_labels))
+    k, pa, pb = len(model.classes), model.pair_a, model.pair_b
+    c = _code(items_in, y_all[keep], a_codes.astype(np.int64), k)
+    tab = _tables(theta, xi, own, pa, pb)
+    post, _ = _posteriors(c, tab, _state_log_prior(model.prior, model.ambiguity, model.pairs))
+    post_ord, post_amb = post[:, :k], post[:, k:]
+    # the consensus: the true class of an ordinary task; on an ambiguous one, each of its two
+    # classes in proportion to the sound answers that chose it (the reading most took)
+    marginal = post_ord.copy()
+    if pa.size:
+        own_t = own.transpose(0, 2, 1)[c.annotator, c.label]                  # (N, K): C_a[z, y]
+        half_a = 0.5 * theta[c.annotator, None] * own_t[:, pa]                # (N, P)
+        half_b = 0.5 * theta[c.annotator, None] * own_t[:, pb]
+        tot = half_a + half_b + tab.dep[c.row][:, None]
+        for_a = np.add.reduceat(half_a / tot, c.starts, axis=0)
+        for_b = np.add.reduceat(half_b / tot, c.starts, axis=0)
+        share_a = np.where(for_a + for_b > 0, for_a / np.maximum(for_a + for_b, 1e-300), 0.5)   # (T, P)
+        for q in range(pa.size):
+            marginal[:, pa[q]] += share_a[:, q] * post_amb[:, q]
+            marginal[:, pb[q]] += (1 - share_a[:, q]) * post_amb[:, q]
+    consensus = marginal.argmax(axis=1)
+    # departs: a departing answer whose label is not the true class (not either class)
+    y = c.label
+    states_a = np.r_[np.arange(k), pa]
+    states_b = np.r_[np.arange(k), pb]
+    other = (y[:, None] != states_a[None, :]) & (y[:, None] != states_b[None, :])     # (N, K + P)
+    q_dep = tab.dep[c.row][:, None] / (tab.sound[c.row] + tab.dep[c.row][:, None]) * other
+    p_dep = (post[c.task] * q_dep).sum(axis=1)
+    # P(ordinary and nobody departs) = Σ_z P(z | answers) Π_n (1 − q_n(z))
+    clean = np.exp(np.add.reduceat(np.log1p(-np.minimum(q_dep[:, :k], 1 - 1e-15)), c.starts, axis=0))
+    p_flag = 1.0 - (post_ord * clean).sum(axis=1)
+    best_pair = post_amb.argmax(axis=1) if pa.size else np.zeros(c.starts.size, dtype=np.int64)
+    split = np.column_stack([pa[best_pair], pb[best_pair]]) if pa.size else np.zeros((c.starts.size, 2), int)
+    # back to input order (answers with unknown labels: nothing departs, task −1)
+    p_departs = np.zeros(len(y_all))
+    task_of = np.full(len(y_all), -1, dtype=np.int64)
+    p_departs[keep[c.order]] = p_dep
+    task_of[keep[c.order]] = c.task
+    return LabelReading(items=c.items, consensus=consensus, consensus_p=marginal[np.arange(consensus.size), consensus],
+                        p_ambiguous=post_amb.sum(axis=1), p_flag=np.clip(p_flag, 0.0, 1.0), split=split,
+                        p_departs=p_departs, task_of=task_of, label=y_all)

@@ -1,0 +1,450 @@
+"""Consensus of any kind of answer, and who departs from it (docs/formulas.md "Flags").
+
+For controls whose answers are not a few labels — regions, spans, text, rankings, numbers,
+any kind a :class:`~.distances.base.Distance` compares — each task's consensus is its
+*medoid*: the answer with the least reliability-weighted distance to the task's other
+answers (a real answer, so it can be handed back as it is). Each answer's distance to it
+(the medoid's own: to its nearest neighbour) is then read by a model of those distances:
+
+* a *sound* answer lies ``f_s`` from the consensus — a histogram fitted on the control's
+  answers, what careful work looks like (jitter, a boundary a character off);
+* a *departing* answer lies anywhere up to the farthest distance seen (``f_d`` uniform
+  there): a shifted box, a missed entity, a random click — a systematic partial error
+  counts as soon as careful answers do not go that far, whether or not it is anywhere
+  near what chance would give;
+* annotator ``a`` answers soundly with probability ``θ_a`` (held at
+  :data:`~.sound_share.CAREFUL` unless their distances clearly say otherwise,
+  :mod:`.sound_share`);
+* a task is *ambiguous* with probability ``ρ``: then a sound answer follows the other
+  reading half the time and lies anywhere from the consensus (``f_d`` again), so careful
+  annotators far from the consensus read as a split task rather than as departures.
+
+A task *holds a departing answer or is ambiguous* with posterior
+``1 − P(ordinary) Π_n P(sound | ordinary, d_n)`` over its non-consensus answers. Fitted by
+EM; reading a task needs only its own answers and the fitted numbers (:func:`read_consensus`).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any, Hashable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .distances.base import Distance, compute_distinct, value_keys
+from .distances.registry import DistanceLike, get_distance
+from .sound_share import CAREFUL, DEPARTS_AT, sound_profile
+
+__all__ = ["DistanceModel", "ConsensusReading", "Medoids", "medoids", "fit_distance_model", "read_consensus",
+           "consensus_model"]
+
+_BINS = 50
+_SOUND_PSEUDO = 25.0            # answers spread evenly over f_s's bins: a floor under its tail
+_DEPARTS_PSEUDO = 5.0           # answers spread evenly over f_d's bins: a departure may land anywhere
+_SOUND_REACH = 0.975            # careful answers' quantile beyond which f_d learns where departures land
+_AMBIGUITY_PRIOR = (1.0, 19.0)  # Beta prior of ρ
+_AMBIGUITY_START = 0.05
+_MAX_ITER = 200
+_TOL = 1e-7
+
+
+@dataclass(frozen=True)
+class Medoids:
+    """Each task's consensus answer and every answer's distance to it.
+
+    Attributes
+    ----------
+    items : ndarray, shape (T,)
+        Task ids, first-seen order.
+    consensus : ndarray of int, shape (T,)
+        Input row of each task's consensus answer.
+    task_of : ndarray of int, shape (N,)
+        Each answer's task index.
+    distance : ndarray, shape (N,)
+        Distance to the consensus; for the consensus itself, to its nearest other answer;
+        NaN for an answer alone on its task.
+    is_consensus : ndarray of bool, shape (N,)
+    """
+
+    items: np.ndarray
+    consensus: np.ndarray
+    task_of: np.ndarray
+    distance: np.ndarray
+    is_consensus: np.ndarray
+
+
+def _within_pairs(starts: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every within-task pair ``i < j`` of rows sorted by task, grouped by task size."""
+    out_i, out_j = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)]
+    for m in np.unique(sizes):
+        if m < 2:
+            continue
+        a, b = np.triu_indices(int(m), k=1)
+        first = starts[sizes == m]
+        out_i.append((first[:, None] + a[None, :]).ravel())
+        out_j.append((first[:, None] + b[None, :]).ravel())
+    return np.concatenate(out_i), np.concatenate(out_j)
+
+
+def medoids(item: Sequence[Hashable] | np.ndarray, values: Sequence[Any], distance: DistanceLike,
+            weight: np.ndarray | None = None) -> Medoids:
+    """Each task's medoid under ``distance``, and each answer's distance to it.
+
+    Parameters
+    ----------
+    item : sequence, shape (N,)
+        Task of each answer.
+    values : sequence, shape (N,)
+        The answers (common-model values of one control).
+    distance : str, Distance or callable
+        The control's distance.
+    weight : ndarray, shape (N,), optional
+        How much each answer counts in the others' sums (their annotator's θ); ties go to
+        the heavier answer, then the first. Default 1.
+
+    Returns
+    -------
+    Medoids
+    """
+    dist: Distance = get_distance(distance)
+    task, items = pd.factorize(pd.Series(item if isinstance(item, (np.ndarray, pd.Series)) else list(item)),
+                               sort=False)
+    n = task.size
+    w = np.ones(n) if weight is None else np.asarray(weight, dtype=float)
+    order = np.argsort(task, kind="stable")
+    t = task[order]
+    starts = np.flatnonzero(np.r_[True, t[1:] != t[:-1]]) if n else np.zeros(0, dtype=np.int64)
+    sizes = np.diff(np.r_[starts, n])
+    i, j = _within_pairs(starts, sizes)
+    vals = [values[k] for k in order]
+    if i.size:
+        d = np.asarray(compute_distinct(dist, dist.prepare(vals), value_keys(vals), i, j), dtype=float)
+    else:
+        d = np.zeros(0)
+    ws = w[order]
+    total = np.bincount(i, weights=ws[j] * d, minlength=n) + np.bincount(j, weights=ws[i] * d, minlength=n)
+    # the medoid: least weighted sum; among equal sums the heavier answer, then the first
+    best = np.minimum.reduceat(total, starts) if n else np.zeros(0)
+    tied = total <= best[t] * (1 + 1e-12) + 1e-12
+    rank = np.lexsort((np.arange(n), -ws, ~tied, t))
+    first_of_task = np.r_[True, t[rank][1:] != t[rank][:-1]] if n else np.zeros(0, dtype=bool)
+    med_sorted = rank[first_of_task]                         # sorted row of each task's medoid
+    is_med = np.zeros(n, dtype=bool)
+    is_med[med_sorted] = True
+    to_med = np.full(n, np.nan)
+    hit_i, hit_j = is_med[i], is_med[j]
+    to_med[j[hit_i]] = d[hit_i]
+    to_med[i[hit_j]] = d[hit_j]
+    nearest = np.full(n, np.inf)
+    np.minimum.at(nearest, i, d)
+    np.minimum.at(nearest, j, d)
+    to_med[is_med] = np.where(np.isfinite(nearest[is_med]), nearest[is_med], np.nan)
+    out_d = np.empty(n)
+    out_d[order] = to_med
+    out_med = np.zeros(n, dtype=bool)
+    out_med[order] = is_med
+    return Medoids(items=np.asarray(items), consensus=order[med_sorted], task_of=task.astype(np.int64),
+                   distance=out_d, is_consensus=out_med)
+
+
+@dataclass(frozen=True)
+class DistanceModel:
+    """The fitted distance model of one control.
+
+    Attributes
+    ----------
+    edges : ndarray, shape (B + 1,)
+        Equal-width bins on ``[0, hi]``, ``hi`` the farthest distance of the fit; a
+        distance past ``hi`` falls in the last bin.
+    sound_pdf : ndarray, shape (B,)
+        ``f_s``: density of a sound answer's distance to the consensus, per bin.
+    departs_pdf : ndarray, shape (B,)
+        ``f_d``: density of a departing answer's distance: the histogram of the departures
+        beyond the reach of careful work (97.5 % of careful annotators' distances), over a
+        floor spread evenly on ``[0, hi]`` (the floor alone while nobody departs).
+    annotators : tuple of str, shape (A,)
+    sound : ndarray, shape (A,)
+        θ: each annotator's share of sound answers, as the model uses it (CAREFUL unless
+        their departures are clear).
+    sound_best, sound_ci : ndarray, shapes (A,), (A, 2)
+        θ̂, the maximum of the annotator's profile likelihood (their *reliability*), and
+        its 95 % interval.
+    ambiguity : float
+        ρ.
+    n_answers : ndarray of int, shape (A,)
+    distance : str
+        The distance's name.
+    """
+
+    edges: np.ndarray
+    sound_pdf: np.ndarray
+    departs_pdf: np.ndarray
+    annotators: tuple[str, ...]
+    sound: np.ndarray
+    sound_best: np.ndarray
+    sound_ci: np.ndarray
+    ambiguity: float
+    n_answers: np.ndarray
+    distance: str = ""
+    n_iter: int = 0
+
+    @property
+    def other_pdf(self) -> float:
+        """Density of a sound answer of an ambiguous task's other reading: uniform on [0, hi]."""
+        return 1.0 / float(self.edges[-1])
+
+    @property
+    def default_sound(self) -> float:
+        """θ of an annotator the fit has not seen: the answer-weighted mean."""
+        w = self.n_answers.astype(float)
+        return float(np.dot(w, self.sound) / w.sum()) if w.sum() > 0 else CAREFUL
+
+    def theta(self, annotators: Sequence[str]) -> np.ndarray:
+        """θ of ``annotators`` (the default for unseen ones), shape (n,)."""
+        index = {a: k for k, a in enumerate(self.annotators)}
+        return np.array([self.sound[index[str(a)]] if str(a) in index else self.default_sound
+                         for a in annotators], dtype=float)
+
+    def densities(self, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``f_s(d)`` and ``f_d(d)``, shapes of ``d`` (NaN → 1, 1: an answer alone tells nothing)."""
+        d = np.asarray(d, dtype=float)
+        b = _bin(np.nan_to_num(d, nan=0.0), self.edges)
+        alone = np.isnan(d)
+        return np.where(alone, 1.0, self.sound_pdf[b]), np.where(alone, 1.0, self.departs_pdf[b])
+
+
+@dataclass(frozen=True)
+class ConsensusReading:
+    """What the model says about each task and answer (:func:`read_consensus`).
+
+    Attributes
+    ----------
+    medoids : Medoids
+        Consensus answers and distances (their ``items``, ``task_of`` index the arrays below).
+    consensus_p : ndarray, shape (T,)
+        Posterior that the consensus answer is sound.
+    p_ambiguous : ndarray, shape (T,)
+    p_flag : ndarray, shape (T,)
+        Posterior that the task holds a departing answer or is ambiguous.
+    p_departs : ndarray, shape (N,)
+        Per answer (input order): posterior that it departs (0 for the consensus itself).
+    p_other_reading : ndarray, shape (N,)
+        Per answer: posterior that it is a sound answer of the task's other reading.
+    """
+
+    medoids: Medoids
+    consensus_p: np.ndarray
+    p_ambiguous: np.ndarray
+    p_flag: np.ndarray
+    p_departs: np.ndarray
+    p_other_reading: np.ndarray
+
+
+def _bin(d: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    width = edges[1] - edges[0]
+    return np.clip(np.floor(d / width), 0, edges.size - 2).astype(np.int64)
+
+
+@dataclass
+class _Factors:
+    """Per answer: ``u`` = f_s(d), ``v`` = f_d(d), ``w`` = the other reading's density, θ of
+    its annotator, and whether it is its task's consensus (the same under both readings)."""
+
+    u: np.ndarray
+    v: np.ndarray
+    w: float
+    theta: np.ndarray
+    main: np.ndarray
+
+    @property
+    def ordinary(self) -> np.ndarray:
+        return self.theta * self.u + (1 - self.theta) * self.v
+
+    @property
+    def split(self) -> np.ndarray:
+        return np.where(self.main, self.ordinary,
+                        self.theta * 0.5 * (self.u + self.w) + (1 - self.theta) * self.v)
+
+
+def _task_posterior(f: _Factors, task: np.ndarray, n_tasks: int, rho: float) -> tuple[np.ndarray, np.ndarray]:
+    """P(ambiguous | task) and each task's log evidence, shapes (T,)."""
+    log_o = np.bincount(task, weights=np.log(f.ordinary), minlength=n_tasks) + math.log(1 - rho)
+    log_a = np.bincount(task, weights=np.log(f.split), minlength=n_tasks) + math.log(rho)
+    top = np.maximum(log_o, log_a)
+    norm = top + np.log(np.exp(log_o - top) + np.exp(log_a - top))
+    return np.exp(log_a - norm), norm
+
+
+def _histogram_pdf(d: np.ndarray, weight: np.ndarray, edges: np.ndarray, pseudo: float) -> np.ndarray:
+    """A density on the bins from weighted distances, smoothed over neighbouring bins, with
+    ``pseudo`` answers spread evenly (a floor under it)."""
+    h = np.bincount(_bin(d, edges), weights=weight, minlength=edges.size - 1)
+    h = np.convolve(np.r_[h[0], h, h[-1]], [0.25, 0.5, 0.25], mode="valid") + pseudo / h.size
+    return h / (h.sum() * (edges[1] - edges[0]))
+
+
+def fit_distance_model(medoid: Medoids, annotator: Sequence[Any], *, distance: str = "",
+                       ambiguity: bool = True, max_iter: int = _MAX_ITER, tol: float = _TOL) -> DistanceModel:
+    """Fit ``f_s``, ``f_d``, θ and ρ to the distances of a control's answers to their consensus.
+
+    Everybody starts careful; an annotator is let depart when their distances are clearly
+    likelier with θ < 1 (:mod:`.sound_share`), and the others are tested again after each
+    refit, as for the label model (:func:`.annotator_model.fit_label_model`). The
+    consensus of a two-answer task is left out of the fit: its distance is its partner's.
+
+    Parameters
+    ----------
+    medoid : Medoids
+        From :func:`medoids`.
+    annotator : sequence of str, shape (N,)
+        Each answer's annotator.
+    distance : str
+        The distance's name (recorded).
+    ambiguity : bool
+        Whether tasks may be ambiguous.
+
+    Returns
+    -------
+    DistanceModel
+    """
+    sizes = np.bincount(medoid.task_of, minlength=medoid.items.size)
+    keep = np.isfinite(medoid.distance) & ~(medoid.is_consensus & (sizes[medoid.task_of] == 2))
+    ann_codes, ann_labels = pd.factorize(pd.Series([str(a) for a in annotator]), sort=True)
+    n_ann = len(ann_labels)
+    d, a, task, main = (medoid.distance[keep], ann_codes[keep].astype(np.int64), medoid.task_of[keep],
+                        medoid.is_consensus[keep])
+    n_tasks = medoid.items.size
+    hi = float(d.max()) if d.size and d.max() > 0 else 1.0
+    edges = np.linspace(0.0, hi, _BINS + 1)
+    b = _bin(d, edges)
+    uniform = np.full(_BINS, 1.0 / hi)
+    careful = np.ones(n_ann, dtype=bool)
+    n_answers = np.bincount(ann_codes, minlength=n_ann)
+    state = {"theta": np.full(n_ann, CAREFUL), "sound": _histogram_pdf(d, np.ones(d.size), edges, _SOUND_PSEUDO),
+             "departs": uniform, "rho": _AMBIGUITY_START if ambiguity else 1e-12}
+
+    def factors() -> _Factors:
+        return _Factors(u=state["sound"][b], v=state["departs"][b], w=1.0 / hi, theta=state["theta"][a], main=main)
+
+    def em() -> int:
+        last, it = -np.inf, 0
+        for it in range(1, max_iter + 1):
+            f = factors()
+            p_amb, norm = _task_posterior(f, task, n_tasks, state["rho"])
+            logp = float(norm.sum())
+            if it > 1 and abs(logp - last) <= tol * max(abs(logp), 1.0):
+                break
+            last = logp
+            pa = p_amb[task]
+            ordinary, split = f.ordinary, f.split
+            in_main = (1 - pa) * f.theta * f.u / ordinary + pa * np.where(main, f.theta * f.u / ordinary,
+                                                                        f.theta * 0.5 * f.u / split)
+            other = pa * np.where(main, 0.0, f.theta * 0.5 * f.w / split)
+            departs = 1.0 - in_main - other
+            state["sound"] = _histogram_pdf(d, in_main, edges, _SOUND_PSEUDO)
+            if not careful.all():
+                # f_d learns where departures land, beyond the reach of careful work (the
+                # careful annotators' upper quantile): below it f_d keeps its floor alone,
+                # else a departing annotator's whole distribution (their sound answers too)
+                # would pass for departures, or their systematic misses for sound work
+                by_careful = careful[a]
+                mass = np.cumsum(np.bincount(b[by_careful], minlength=_BINS)) / max(by_careful.sum(), 1)
+                reach = int(np.searchsorted(mass, _SOUND_REACH))
+                state["departs"] = _histogram_pdf(d, departs * (b > reach), edges, _DEPARTS_PSEUDO)
+            free = np.bincount(a, weights=in_main + other, minlength=n_ann) / np.maximum(
+                np.bincount(a, minlength=n_ann), 1)
+            state["theta"] = np.where(careful, CAREFUL, np.clip(free, 1e-6, CAREFUL))
+            if ambiguity:
+                rho = (float(p_amb.sum()) + _AMBIGUITY_PRIOR[0] - 1) / (n_tasks + sum(_AMBIGUITY_PRIOR) - 2)
+                state["rho"] = min(max(rho, 1e-6), 0.5)
+        return it
+
+    def profile() -> Any:
+        # each answer given the rest of its task: P(ambiguous | the others) mixes its readings
+        f = factors()
+        ordinary, split = f.ordinary, f.split
+        log_o = np.bincount(task, weights=np.log(ordinary), minlength=n_tasks)[task] - np.log(ordinary)
+        log_a = np.bincount(task, weights=np.log(split), minlength=n_tasks)[task] - np.log(split)
+        odds = np.exp(np.clip(log_a - log_o, -700, 700)) * state["rho"] / (1 - state["rho"])
+        pa = odds / (1 + odds)
+        sound = np.where(main, f.u, (1 - pa) * f.u + pa * 0.5 * (f.u + f.w))
+        # a departure is read against f_d once someone departs, else against anything (uniform)
+        return sound_profile(sound, f.v, a, n_ann)
+
+    n_iter = em()
+    prof = profile()
+    for _ in range(n_ann):
+        freed = careful & (prof.gain() >= DEPARTS_AT)
+        if not freed.any():
+            break
+        careful &= ~freed
+        state["theta"] = np.where(freed, np.maximum(prof.best, 1e-3), state["theta"])
+        n_iter += em()
+        prof = profile()
+    return DistanceModel(edges=edges, sound_pdf=state["sound"], departs_pdf=state["departs"],
+                         annotators=tuple(str(x) for x in ann_labels), sound=state["theta"], sound_best=prof.best,
+                         sound_ci=prof.interval(), ambiguity=float(state["rho"]) if ambiguity else 0.0,
+                         n_answers=n_answers, distance=distance, n_iter=n_iter)
+
+
+def read_consensus(model: DistanceModel, item: Sequence[Hashable] | np.ndarray, annotator: Sequence[Any],
+                   values: Sequence[Any], distance: DistanceLike, medoid: Medoids | None = None) -> ConsensusReading:
+    """Read tasks against a fitted model: the consensus (medoid weighted by the annotators'
+    θ), who departs from it, and whether the task is ambiguous.
+
+    Parameters
+    ----------
+    model : DistanceModel
+    item, annotator, values : sequences, shape (N,)
+    distance : str, Distance or callable
+        The control's distance (the one the model was fitted with).
+    medoid : Medoids, optional
+        Already computed with these θ weights.
+
+    Returns
+    -------
+    ConsensusReading
+    """
+    theta = model.theta([str(x) for x in annotator])
+    med = medoid if medoid is not None else medoids(item, values, distance, weight=theta)
+    n_tasks = med.items.size
+    alone = ~np.isfinite(med.distance)
+    u, v = model.densities(med.distance)
+    f = _Factors(u=u, v=v, w=model.other_pdf, theta=theta, main=med.is_consensus | alone)
+    rho = min(max(model.ambiguity, 1e-12), 1 - 1e-12)
+    p_amb, _ = _task_posterior(f, med.task_of, n_tasks, rho)
+    pa = p_amb[med.task_of]
+    ordinary, split = f.ordinary, f.split
+    dep_o = (1 - f.theta) * f.v / ordinary
+    p_dep = np.where(f.main, 0.0, (1 - pa) * dep_o + pa * (1 - f.theta) * f.v / split)
+    other = np.where(f.main, 0.0, pa * f.theta * 0.5 * f.w / split)
+    # P(ordinary and nobody departs): the consensus itself is not read as departing
+    clean = np.exp(np.bincount(med.task_of, weights=np.where(f.main, 0.0, np.log1p(-np.minimum(dep_o, 1 - 1e-15))),
+                               minlength=n_tasks))
+    p_flag = np.clip(1.0 - (1 - p_amb) * clean, 0.0, 1.0)
+    cons = med.consensus
+    sound_cons = np.where(alone[cons], f.theta[cons], f.theta[cons] * f.u[cons] / ordinary[cons])
+    return ConsensusReading(medoids=med, consensus_p=sound_cons, p_ambiguous=p_amb, p_flag=p_flag,
+                            p_departs=p_dep, p_other_reading=other)
+
+
+def consensus_model(item: Sequence[Hashable] | np.ndarray, annotator: Sequence[Any], values: Sequence[Any],
+                    distance: DistanceLike, *, ambiguity: bool = True) -> tuple[DistanceModel, ConsensusReading]:
+    """Fit and read in one go: medoids with equal weights, a first fit, medoids again
+    weighted by the fitted θ (a departing annotator's answer should not be the consensus)
+    and the final fit, then the reading of every task.
+
+    Returns
+    -------
+    (DistanceModel, ConsensusReading)
+    """
+    dist = get_distance(distance)
+    med = medoids(item, values, dist)
+    model = fit_distance_model(med, annotator, distance=dist.name, ambiguity=ambiguity)
+    theta = model.theta([str(x) for x in annotator])
+    if not np.all(theta == CAREFUL):
+        med = medoids(item, values, dist, weight=theta)
+        model = fit_distance_model(med, annotator, distance=dist.name, ambiguity=ambiguity)
+    return model, read_consensus(model, item, annotator, values, dist, medoid=med)

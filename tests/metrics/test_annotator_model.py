@@ -1,0 +1,216 @@
+"""The categorical annotator model (metrics/annotator_model.py) against independent
+references: its task posteriors against an enumeration of every latent state of small
+tasks, its consensus and annotator reliabilities against crowd-kit's Dawid–Skene and MACE
+on simulated projects, and its behaviour on simulated projects whose truth is known.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ls_agreement.metrics.annotator_model import CAREFUL, LabelModel, fit_label_model, read_labels
+
+
+def _random_model(rng: np.random.Generator, k: int, annotators: list[str]) -> LabelModel:
+    """A model with arbitrary (random) parameters: the enumeration must match whatever they are."""
+    n = len(annotators)
+    pa, pb = np.triu_indices(k, 1)
+
+    def simplex(*shape: int) -> np.ndarray:
+        x = rng.gamma(1.0, size=shape + (k,))
+        return x / x.sum(axis=-1, keepdims=True)
+
+    own = simplex(n, k) * 0.3 + np.eye(k)[None] * 0.7
+    pairs = rng.gamma(1.0, size=pa.size)
+    return LabelModel(classes=tuple(f"c{z}" for z in range(k)), prior=simplex(), confusion=own.mean(axis=0),
+                      own_confusion=own, annotators=tuple(annotators), sound=rng.uniform(0.3, 1.0, n),
+                      sound_ci=np.zeros((n, 2)), departing=simplex(n), ambiguity=float(rng.uniform(0.05, 0.4)),
+                      pair_a=pa.astype(np.int64), pair_b=pb.astype(np.int64), pairs=pairs / pairs.sum(),
+                      n_answers=np.ones(n, dtype=np.int64))
+
+
+def _enumerate(model: LabelModel, who: list[int], labels: list[int]) -> dict[str, object]:
+    """Every latent configuration of one task, with its joint probability written out
+    from the generative story (task kind, class or pair, each answer sound — and on an
+    ambiguous task which reading — or departing)."""
+    k = len(model.classes)
+    states = [("ord", (z,), (1 - model.ambiguity) * model.prior[z]) for z in range(k)]
+    states += [("amb", (int(a), int(b)), model.ambiguity * model.pairs[q])
+               for q, (a, b) in enumerate(zip(model.pair_a, model.pair_b))]
+    total = amb = clean = 0.0
+    departs = np.zeros(len(who))
+    marginal = np.zeros(k)
+    for kind, classes, p_state in states:
+        # per answer: the (component, probability) options
+        options = []
+        for a, y in zip(who, labels):
+            th, xi, c = model.sound[a], model.departing[a], model.own_confusion[a]
+            opts = [("dep", None, (1 - th) * xi[y])]
+            for r in classes:
+                opts.append(("sound", r, th * c[r, y] / len(classes)))
+            options.append(opts)
+        chose = dict.fromkeys(classes, 0.0)   # expected sound answers on each reading, in this state
+        for combo in itertools.product(*options):
+            p = p_state * math.prod(o[2] for o in combo)
+            total += p
+            amb += p if kind == "amb" else 0.0
+            for o in combo:
+                if o[0] == "sound":
+                    chose[o[1]] += p
+            bad = [o[0] == "dep" and y not in classes for o, y in zip(combo, labels)]
+            if kind == "ord" and not any(bad):
+                clean += p
+            departs += p * np.array(bad, dtype=float)
+        # the consensus takes each class of the state in proportion to the sound answers on it
+        mass = sum(p_state * math.prod(o[2] for o in combo) for combo in itertools.product(*options))
+        for z in classes:
+            marginal[z] += mass * (chose[z] / sum(chose.values()) if kind == "amb" else 1.0)
+    return {"amb": amb / total, "flag": 1 - clean / total, "departs": departs / total, "marginal": marginal / total}
+
+
+@pytest.mark.parametrize("k,m", [(2, 3), (3, 3), (3, 4), (4, 2)])
+def test_task_posteriors_match_enumeration(k: int, m: int) -> None:
+    rng = np.random.default_rng(100 * k + m)
+    names = [f"a{i}" for i in range(5)]
+    model = _random_model(rng, k, names)
+    for trial in range(6):
+        who = list(rng.choice(5, m, replace=False))
+        labels = list(rng.integers(0, k, m))
+        read = read_labels(model, ["t"] * m, [names[a] for a in who], [model.classes[y] for y in labels])
+        ref = _enumerate(model, who, labels)
+        assert read.p_ambiguous[0] == pytest.approx(ref["amb"], rel=1e-9, abs=1e-12)
+        assert read.p_flag[0] == pytest.approx(ref["flag"], rel=1e-9, abs=1e-12)
+        assert read.p_departs == pytest.approx(ref["departs"], rel=1e-9, abs=1e-12)
+        assert read.consensus_p[0] == pytest.approx(ref["marginal"].max(), rel=1e-9)
+        assert read.consensus[0] == int(np.argmax(ref["marginal"]))
+
+
+def test_unknown_annotator_and_label_are_read_with_defaults() -> None:
+    rng = np.random.default_rng(3)
+    model = _random_model(rng, 3, ["a0", "a1"])
+    read = read_labels(model, ["t", "t", "t"], ["a0", "new", "a1"], ["c0", "c1", "not a class"])
+    assert read.p_departs[2] == 0.0 and read.task_of[2] == -1    # left out: not readable
+    theta, xi, own = model.parameters(["new"])
+    assert theta[0] == pytest.approx(model.default_sound) and np.allclose(own[0], model.confusion)
+
+
+def _simulate(rng: np.random.Generator, n_tasks: int, accuracy: dict[str, float], spam: dict[str, float],
+              k: int = 3, per_task: tuple[int, int] = (2, 5), constant: str | None = None) -> tuple[pd.DataFrame, np.ndarray]:
+    """Answers of careful annotators (right with their accuracy, else another class) and
+    of annotators who answer at random on a share of their tasks (``spam``), or always
+    give class 0 (``constant``). Returns the crowd-kit table (task, worker, label), truth."""
+    names = list(accuracy) + list(spam) + ([constant] if constant else [])
+    truth = rng.integers(0, k, n_tasks)
+    rows = []
+    for t in range(n_tasks):
+        for w in rng.choice(names, rng.integers(per_task[0], per_task[1] + 1), replace=False):
+            if w == constant:
+                y = 0
+            elif w in spam and rng.random() < spam[w]:
+                y = int(rng.integers(0, k))
+            else:
+                acc = accuracy.get(w, 0.95)
+                y = int(truth[t]) if rng.random() < acc else int((truth[t] + rng.integers(1, k)) % k)
+            rows.append((t, str(w), y))
+    return pd.DataFrame(rows, columns=["task", "worker", "label"]), truth
+
+
+def _fit(df: pd.DataFrame, **kw) -> tuple[LabelModel, np.ndarray]:
+    model = fit_label_model(df["task"].to_numpy(), df["worker"].to_numpy(), df["label"].to_numpy(), **kw)
+    read = read_labels(model, df["task"].to_numpy(), df["worker"].to_numpy(), df["label"].to_numpy())
+    cons = pd.Series(np.array(model.classes)[read.consensus], index=read.items.astype(int)).sort_index()
+    return model, cons.to_numpy()
+
+
+def test_consensus_against_crowdkit_dawid_skene_and_mace() -> None:
+    ca = pytest.importorskip("crowdkit.aggregation")
+    rng = np.random.default_rng(11)
+    acc = {f"c{i}": a for i, a in enumerate([0.95, 0.9, 0.85, 0.92, 0.8, 0.88])}
+    df, truth = _simulate(rng, 500, acc, spam={"r": 0.5}, constant="s")
+    model, ours = _fit(df)
+    ds = ca.DawidSkene(n_iter=100).fit_predict(df).sort_index().to_numpy()
+    mace = ca.MACE(random_state=0).fit_predict(df).sort_index().to_numpy()
+    # Dawid–Skene's answer nearly everywhere (the few differences are near-ties; MACE, whose
+    # careful annotators are never wrong, reads these 80–95 % annotators differently)
+    assert np.mean(ours == ds) >= 0.97
+    # and at least as accurate as the better of the two, within one task in a hundred
+    assert np.mean(ours == truth) >= max(np.mean(ds == truth), np.mean(mace == truth)) - 0.01
+
+
+def test_reliability_against_crowdkit_mace() -> None:
+    """With careful annotators who are always right, our model is MACE's: an annotator's
+    share of sound answers is MACE's probability that they are not spamming."""
+    ca = pytest.importorskip("crowdkit.aggregation")
+    rng = np.random.default_rng(5)
+    acc = {f"c{i}": 1.0 for i in range(6)}
+    df, _ = _simulate(rng, 600, acc, spam={"r3": 0.3, "r6": 0.6}, k=4, per_task=(3, 5))
+    model, _ = _fit(df, ambiguity=False)
+    mace = ca.MACE(random_state=0, n_restarts=3).fit(df)
+    names = list(pd.factorize(df["worker"])[1])
+    knowing = dict(zip(names, mace.spamming_[:, 1]))
+    ours = dict(zip(model.annotators, model.sound))
+    for w in ("r3", "r6"):
+        assert ours[w] == pytest.approx(knowing[w], abs=0.05)
+    assert ours["r6"] < ours["r3"] < min(ours[f"c{i}"] for i in range(6))
+
+
+def test_careful_annotators_are_not_read_as_departing() -> None:
+    """Null projects: annotators at 80–90 % whose slips are alike raise no flags and keep
+    θ = CAREFUL (sampling noise in their accuracies is not read as departures)."""
+    flagged = []
+    for seed in range(4):
+        rng = np.random.default_rng(seed)
+        acc = {f"c{i}": 0.85 for i in range(10)}
+        df, _ = _simulate(rng, 300, acc, spam={})
+        model, _ = _fit(df)
+        read = read_labels(model, df["task"].to_numpy(), df["worker"].to_numpy(), df["label"].to_numpy())
+        assert np.all(model.sound == CAREFUL)
+        flagged.append(np.mean(read.p_flag >= 0.5))
+    assert max(flagged) <= 0.03
+
+
+def test_spammer_is_found_and_its_departures_flagged() -> None:
+    rng = np.random.default_rng(2)
+    acc = {f"c{i}": 0.92 for i in range(8)}
+    df, truth = _simulate(rng, 400, acc, spam={}, constant="s")
+    model, _ = _fit(df)
+    read = read_labels(model, df["task"].to_numpy(), df["worker"].to_numpy(), df["label"].to_numpy())
+    rel = dict(zip(model.annotators, model.sound))
+    assert rel["s"] < 0.05 and min(rel, key=rel.get) == "s"
+    lo, hi = model.sound_ci[model.annotators.index("s")]
+    assert lo <= rel["s"] <= hi < 0.2
+    # the spammer's answers that are not the truth are flagged; where they gave the true
+    # class nothing of theirs departs
+    spam = df["worker"].to_numpy() == "s"
+    wrong = spam & (df["label"].to_numpy() != truth[df["task"].to_numpy()])
+    assert np.mean(read.p_departs[wrong] >= 0.5) >= 0.9
+    assert np.mean(read.p_departs[spam & ~wrong] >= 0.5) <= 0.05
+
+
+def test_ambiguous_tasks_are_found() -> None:
+    """Tasks whose careful annotators each take one of two classes at random read as
+    ambiguous when they split two and two (a 3–1 split is as likely a slip); the others do not."""
+    rng = np.random.default_rng(4)
+    k, n = 3, 400
+    truth = rng.integers(0, k, n)
+    alt = (truth + rng.integers(1, k, n)) % k
+    amb = rng.random(n) < 0.2
+    rows, shown = [], np.zeros(n, dtype=bool)
+    for t in range(n):
+        took = []
+        for w in rng.choice(10, 4, replace=False):
+            y = alt[t] if amb[t] and rng.random() < 0.5 else truth[t]
+            took.append(int(y))
+            y = y if rng.random() < 0.97 else (y + 1) % k
+            rows.append((t, f"w{w}", int(y)))
+        shown[t] = took.count(int(truth[t])) == 2
+    df = pd.DataFrame(rows, columns=["task", "worker", "label"])
+    model, _ = _fit(df)
+    read = read_labels(model, df["task"].to_numpy(), df["worker"].to_numpy(), df["label"].to_numpy())
+    p_amb = pd.Series(read.p_ambiguous, index=read.items.astype(int)).sort_index().to_numpy()
+    assert model.ambiguity == pytest.approx(amb.mean(), abs=0.05)
+    assert np.mean(p_amb[shown] >= 0.5) >= 0.9 and np.mean(p_amb[~amb] >= 0.5) <= 0.05

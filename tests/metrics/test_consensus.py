@@ -1,0 +1,152 @@
+"""Medoid consensus and the distance model (metrics/consensus.py) and the profile of an
+annotator's sound share (metrics/sound_share.py), against independent references: the
+medoid and each answer's distance to it computed task by task in plain Python, the task
+posteriors against an enumeration of every latent configuration, θ's maximum and interval
+against a dense grid of the log likelihood, and simulated projects whose truth is known.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from ls_agreement.metrics.consensus import DistanceModel, consensus_model, medoids, read_consensus
+from ls_agreement.metrics.distances.registry import get_distance
+from ls_agreement.metrics.model import Box
+from ls_agreement.metrics.sound_share import CAREFUL, sound_profile
+
+
+def test_medoids_match_a_plain_loop() -> None:
+    rng = np.random.default_rng(0)
+    n = 60
+    item = rng.integers(0, 15, n)
+    values = [float(v) for v in rng.normal(0, 3, n).round(1)]
+    weight = rng.uniform(0.2, 1.0, n)
+    dist = get_distance("interval")
+    med = medoids(item, values, dist, weight=weight)
+    for t, task in enumerate(med.items):
+        rows = [r for r in range(n) if item[r] == task]
+        sums = {r: sum(weight[o] * dist(values[r], values[o]) for o in rows if o != r) for r in rows}
+        low = min(sums.values())
+        tied = [r for r in rows if sums[r] <= low * (1 + 1e-12) + 1e-12]
+        best = max(tied, key=lambda r: (weight[r], -r))
+        assert med.consensus[t] == best
+        for r in rows:
+            if len(rows) == 1:
+                assert math.isnan(med.distance[r])
+            elif r == best:
+                assert med.distance[r] == pytest.approx(min(dist(values[r], values[o]) for o in rows if o != r))
+            else:
+                assert med.distance[r] == pytest.approx(dist(values[r], values[best]))
+
+
+def _model(rng: np.random.Generator, names: list[str]) -> DistanceModel:
+    pdf, dep = rng.gamma(1.0, size=10), rng.gamma(1.0, size=10)
+    edges = np.linspace(0, 5.0, 11)
+    theta = rng.uniform(0.3, 1.0, len(names))
+    return DistanceModel(edges=edges, sound_pdf=pdf / (pdf.sum() * 0.5), departs_pdf=dep / (dep.sum() * 0.5),
+                         annotators=tuple(names), sound=theta, sound_best=theta,
+                         sound_ci=np.zeros((len(names), 2)), ambiguity=0.2, n_answers=np.ones(len(names), int))
+
+
+def test_task_posteriors_match_enumeration() -> None:
+    """Each non-consensus answer is sound (f_s of its distance), departing (f_d), or — on an
+    ambiguous task — sound on the other reading (uniform), half and half with the first."""
+    rng = np.random.default_rng(1)
+    names = ["a", "b", "c", "d"]
+    model = _model(rng, names)
+    dist = get_distance("interval")
+    for trial in range(8):
+        m = int(rng.integers(2, 5))
+        who = list(rng.choice(names, m, replace=False))
+        values = [float(v) for v in rng.uniform(0, 2.2, m).round(2)]
+        read = read_consensus(model, ["t"] * m, who, values, dist)
+        med = read.medoids
+        theta = model.theta(who)
+        width = model.edges[1] - model.edges[0]
+        at = [min(int(x // width), 9) for x in med.distance]
+        f_s = [model.sound_pdf[k] for k in at]
+        f_d = [model.departs_pdf[k] for k in at]
+        other = 1 / model.edges[-1]
+        total = amb = clean = 0.0
+        departs = np.zeros(m)
+        for kind, p_kind in (("ord", 1 - model.ambiguity), ("amb", model.ambiguity)):
+            options = []
+            for n in range(m):
+                if med.is_consensus[n] or kind == "ord":
+                    options.append([("sound", theta[n] * f_s[n]), ("dep", (1 - theta[n]) * f_d[n])])
+                else:
+                    options.append([("sound", theta[n] * 0.5 * f_s[n]), ("other", theta[n] * 0.5 * other),
+                                    ("dep", (1 - theta[n]) * f_d[n])])
+            for combo in itertools.product(*options):
+                p = p_kind * math.prod(o[1] for o in combo)
+                total += p
+                amb += p if kind == "amb" else 0.0
+                bad = [o[0] == "dep" and not med.is_consensus[n] for n, o in enumerate(combo)]
+                if kind == "ord" and not any(bad):
+                    clean += p
+                departs += p * np.array(bad, dtype=float)
+        assert read.p_ambiguous[0] == pytest.approx(amb / total, rel=1e-9)
+        assert read.p_flag[0] == pytest.approx(1 - clean / total, rel=1e-9, abs=1e-12)
+        assert read.p_departs == pytest.approx(departs / total, rel=1e-9, abs=1e-12)
+
+
+def test_profile_maximum_and_interval_match_a_dense_grid() -> None:
+    rng = np.random.default_rng(2)
+    n_ann, n = 4, 400
+    annotator = rng.integers(0, n_ann, n)
+    true = np.array([1.0, 0.9, 0.6, 0.2])[annotator]
+    departing = rng.random(n) > true
+    u = np.where(departing, rng.uniform(0.0, 0.3, n), rng.uniform(0.5, 3.0, n))
+    v = np.full(n, 0.5)
+    prof = sound_profile(u, v, annotator, n_ann)
+    grid = np.linspace(0, CAREFUL, 200001)
+    for a in range(n_ann):
+        ll = np.array([np.log(g * u[annotator == a] + (1 - g) * v[annotator == a]).sum() for g in grid[::100]])
+        fine = grid[::100]
+        assert prof.best[a] == pytest.approx(fine[ll.argmax()], abs=1e-3)
+        inside = fine[ll >= ll.max() - 1.920729410347062]
+        lo, hi = prof.interval()[a]
+        assert lo == pytest.approx(inside.min(), abs=1e-3) and hi == pytest.approx(inside.max(), abs=1e-3)
+
+
+def _boxes_project(rng: np.random.Generator, shift_share: float, n_tasks: int = 300) -> tuple:
+    """Tasks of one box each: careful annotators jitter by ~1 % of the image; annotator
+    ``bad`` shifts the box by half its width on ``shift_share`` of their tasks."""
+    names = [f"c{i}" for i in range(8)] + ["bad"]
+    item, who, values, shifted = [], [], [], set()
+    for t in range(n_tasks):
+        x, y, w, h = rng.uniform(5, 60), rng.uniform(5, 60), rng.uniform(10, 30), rng.uniform(10, 30)
+        for a in rng.choice(names, int(rng.integers(2, 6)), replace=False):
+            dx = 0.5 * w if a == "bad" and rng.random() < shift_share else 0.0
+            if dx:
+                shifted.add(t)
+            item.append(t)
+            who.append(str(a))
+            values.append([Box(x + dx + rng.normal(0, 0.8), y + rng.normal(0, 0.8), w + rng.normal(0, 0.8),
+                               h + rng.normal(0, 0.8), label="car")])
+    return np.array(item), who, values, shifted
+
+
+def test_shifted_boxes_are_departures_and_careful_jitter_is_not() -> None:
+    rng = np.random.default_rng(3)
+    item, who, values, shifted = _boxes_project(rng, 0.25)
+    model, read = consensus_model(item, who, values, "boxes.iou")
+    theta = dict(zip(model.annotators, model.sound))
+    assert theta["bad"] == pytest.approx(0.75, abs=0.08)
+    assert all(theta[f"c{i}"] == CAREFUL for i in range(8))
+    flagged = {int(t) for t, p in zip(read.medoids.items, read.p_flag) if p >= 0.5}
+    assert len(flagged & shifted) >= 0.9 * len(shifted) and len(flagged - shifted) <= 0.05 * len(flagged)
+    # the bad annotator's shifted answer is never the consensus of a task with careful ones
+    bad_rows = [r for r, a in enumerate(who) if a == "bad"]
+    assert not any(read.medoids.is_consensus[r] and read.p_departs[r] > 0 for r in bad_rows)
+
+
+def test_null_distance_project_flags_nothing() -> None:
+    rng = np.random.default_rng(4)
+    item, who, values, _ = _boxes_project(rng, 0.0)
+    model, read = consensus_model(item, who, values, "boxes.iou")
+    assert np.all(model.sound == CAREFUL)
+    assert np.mean(read.p_flag >= 0.5) <= 0.02
