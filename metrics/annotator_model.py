@@ -41,7 +41,8 @@ import pandas as pd
 
 from .sound_share import CAREFUL, DEPARTS_AT, sound_profile
 
-__all__ = ["LabelModel", "LabelReading", "fit_label_model", "read_labels", "SOUND_PRIOR", "CAREFUL", "DEPARTS_AT"]
+__all__ = ["LabelModel", "LabelReading", "fit_label_model", "read_labels", "own_confusions", "SOUND_PRIOR", "CAREFUL",
+           "DEPARTS_AT"]
 
 #: Beta prior of an annotator's share of sound answers (θ): most annotators are careful.
 SOUND_PRIOR = (0.5, 0.5)
@@ -70,14 +71,16 @@ class LabelModel:
         π: the true class of an ordinary task.
     confusion : ndarray, shape (K, K)
         C: the label of a sound answer (columns) given the true class (rows).
-    own_confusion : ndarray, shape (A, K, K)
-        Each annotator's own C_a: a careful annotator's, shrunk towards C; C itself for an
-        annotator who departs.
+    accuracy : ndarray, shape (A,)
+        Each careful annotator's own accuracy (the diagonal of their C_a,
+        :attr:`own_confusion`); NaN for an annotator who departs (their C_a is C).
     annotators : tuple of str, shape (A,)
     sound : ndarray, shape (A,)
-        θ: each annotator's share of sound answers (their *reliability*).
-    sound_ci : ndarray, shape (A, 2)
-        Its 95 % profile-likelihood interval (the annotator's answers given the others').
+        θ: each annotator's share of sound answers as the model uses it (CAREFUL unless
+        their departures are clear).
+    sound_best, sound_ci : ndarray, shapes (A,), (A, 2)
+        θ̂, the maximum of the annotator's profile likelihood (their answers given the
+        others', read with C) — their *reliability* — and its 95 % interval.
     departing : ndarray, shape (A, K)
         ξ: the labels of each annotator's departing answers.
     ambiguity : float
@@ -94,9 +97,10 @@ class LabelModel:
     classes: tuple
     prior: np.ndarray
     confusion: np.ndarray
-    own_confusion: np.ndarray
+    accuracy: np.ndarray
     annotators: tuple[str, ...]
     sound: np.ndarray
+    sound_best: np.ndarray
     sound_ci: np.ndarray
     departing: np.ndarray
     ambiguity: float
@@ -108,10 +112,15 @@ class LabelModel:
     log_posterior: float = float("nan")
 
     @property
+    def own_confusion(self) -> np.ndarray:
+        """Each annotator's C_a, shape (A, K, K)."""
+        return own_confusions(self.accuracy, self.confusion)
+
+    @property
     def default_sound(self) -> float:
         """θ of an annotator the fit has not seen: the answer-weighted mean."""
         w = self.n_answers.astype(float)
-        return float(np.dot(w, self.sound) / w.sum()) if w.sum() > 0 else SOUND_PRIOR[0] / sum(SOUND_PRIOR)
+        return float(np.dot(w, self.sound) / w.sum()) if w.sum() > 0 else CAREFUL
 
     @property
     def default_departing(self) -> np.ndarray:
@@ -305,23 +314,29 @@ def _confusion(to_class: np.ndarray) -> np.ndarray:
     return conf / conf.sum(axis=1, keepdims=True)
 
 
-def _own_confusion(counts: np.ndarray, conf: np.ndarray) -> np.ndarray:
-    """Each careful annotator's C_a, shape (A, K, K): C with the annotator's own accuracy on
-    the diagonal (one number each, as in GLAD's ability or the one-coin Dawid–Skene; a full
-    K × K matrix per annotator overfits a few hundred answers), its slips spread as C
-    spreads them; the accuracy shrunk towards C's by :data:`_OWN_WEIGHT` answers. It weighs
-    an annotator's vote against the others'; a departing annotator keeps C, so that their
-    excess over typical work stays in θ and ξ.
-
-    counts : (A, K, K) expected sound answers per true class (rows) and label."""
-    k = conf.shape[0]
+def _own_accuracy(counts: np.ndarray, conf: np.ndarray) -> np.ndarray:
+    """Each annotator's accuracy, shape (A,), from their expected sound answers ``counts``
+    (A, K, K: true class × label), shrunk towards C's by :data:`_OWN_WEIGHT` answers."""
     diag = np.einsum("azz->a", counts)
     total = counts.sum(axis=(1, 2))
     mean_acc = float(np.dot(conf.diagonal(), counts.sum(axis=(0, 2))) / max(counts.sum(), 1e-12))
-    acc = (diag + _OWN_WEIGHT * mean_acc) / (total + _OWN_WEIGHT)                       # (A,)
+    return (diag + _OWN_WEIGHT * mean_acc) / (total + _OWN_WEIGHT)
+
+
+def own_confusions(accuracy: np.ndarray, conf: np.ndarray) -> np.ndarray:
+    """Each annotator's C_a, shape (A, K, K): C with the annotator's own accuracy on the
+    diagonal (one number each, as in GLAD's ability or the one-coin Dawid–Skene; a full
+    K × K matrix per annotator overfits a few hundred answers), its slips spread as C
+    spreads them; C itself where ``accuracy`` is NaN (an annotator who departs keeps C, so
+    that their excess over typical work stays in θ and ξ).
+
+    accuracy : (A,); conf : (K, K)."""
+    k = conf.shape[0]
     off = conf * (1 - np.eye(k))
     off = off / np.maximum(off.sum(axis=1, keepdims=True), 1e-300)                      # slips' spread per row
-    return acc[:, None, None] * np.eye(k)[None] + (1 - acc)[:, None, None] * off[None]
+    acc = np.nan_to_num(accuracy, nan=0.0)
+    own = acc[:, None, None] * np.eye(k)[None] + (1 - acc)[:, None, None] * off[None]
+    return np.where(np.isnan(accuracy)[:, None, None], conf[None], own)
 
 
 def _votes(c: _Coded, k: int) -> np.ndarray:
@@ -380,7 +395,7 @@ def _m_step(p: _Params, pb: _Problem, tab: _Tables, post: np.ndarray, careful: n
         to_row[:, pb_[q]] += amb[:, q] * (1.0 - first[:, q])
     counts = to_row.reshape(n_ann, k, k).transpose(0, 2, 1)              # (A, z, y)
     conf = _confusion(counts.sum(axis=0))
-    own = np.where(careful[:, None, None], _own_confusion(counts, conf), conf[None])
+    own = own_confusions(np.where(careful, _own_accuracy(counts, conf), np.nan), conf)
     a_s, b_s = SOUND_PRIOR
     s_count = share.reshape(n_ann, k).sum(axis=1)
     theta = np.clip((s_count + a_s - 1) / np.maximum(pb.n_answers + a_s + b_s - 2, 1e-12), 1e-6, 1 - 1e-6)
@@ -500,8 +515,10 @@ def fit_label_model(item: Sequence[Hashable], annotator: Sequence[Any], label: S
         p, logp, more = _em(dataclasses.replace(p, theta=theta), problem, max_iter, tol, careful)
         n_iter += more
         prof = sound_profile(*_predictive(p, problem), c.annotator, n_ann)
-    return LabelModel(classes=tuple(cls), prior=p.prior, confusion=p.conf, own_confusion=p.own,
-                      annotators=tuple(str(a) for a in ann_labels), sound=p.theta, sound_ci=prof.interval(),
+    accuracy = np.where(careful, p.own[:, 0, 0], np.nan)
+    return LabelModel(classes=tuple(cls), prior=p.prior, confusion=p.conf, accuracy=accuracy,
+                      annotators=tuple(str(a) for a in ann_labels), sound=p.theta, sound_best=prof.best,
+                      sound_ci=prof.interval(),
                       departing=p.xi, ambiguity=float(p.rho), pair_a=pa, pair_b=pb_, pairs=p.psi,
                       n_answers=problem.n_answers, n_iter=n_iter, log_posterior=logp)
 

@@ -24,10 +24,12 @@ def _random_model(rng: np.random.Generator, k: int, annotators: list[str]) -> La
         x = rng.gamma(1.0, size=shape + (k,))
         return x / x.sum(axis=-1, keepdims=True)
 
-    own = simplex(n, k) * 0.3 + np.eye(k)[None] * 0.7
+    conf = simplex(k) * 0.3 + np.eye(k) * 0.7
+    accuracy = np.where(rng.random(n) < 0.3, np.nan, rng.uniform(0.5, 0.99, n))   # NaN: C itself
     pairs = rng.gamma(1.0, size=pa.size)
-    return LabelModel(classes=tuple(f"c{z}" for z in range(k)), prior=simplex(), confusion=own.mean(axis=0),
-                      own_confusion=own, annotators=tuple(annotators), sound=rng.uniform(0.3, 1.0, n),
+    theta = rng.uniform(0.3, 1.0, n)
+    return LabelModel(classes=tuple(f"c{z}" for z in range(k)), prior=simplex(), confusion=conf,
+                      accuracy=accuracy, annotators=tuple(annotators), sound=theta, sound_best=theta,
                       sound_ci=np.zeros((n, 2)), departing=simplex(n), ambiguity=float(rng.uniform(0.05, 0.4)),
                       pair_a=pa.astype(np.int64), pair_b=pb.astype(np.int64), pairs=pairs / pairs.sum(),
                       n_answers=np.ones(n, dtype=np.int64))
@@ -48,7 +50,12 @@ def _enumerate(model: LabelModel, who: list[int], labels: list[int]) -> dict[str
         # per answer: the (component, probability) options
         options = []
         for a, y in zip(who, labels):
-            th, xi, c = model.sound[a], model.departing[a], model.own_confusion[a]
+            th, xi = model.sound[a], model.departing[a]
+            acc = model.accuracy[a]
+            # C_a: the annotator's accuracy on the diagonal, slips spread as C's; C itself for NaN
+            slips = model.confusion * (1 - np.eye(k))
+            slips = slips / slips.sum(axis=1, keepdims=True)
+            c = model.confusion if np.isnan(acc) else acc * np.eye(k) + (1 - acc) * slips
             opts = [("dep", None, (1 - th) * xi[y])]
             for r in classes:
                 opts.append(("sound", r, th * c[r, y] / len(classes)))
