@@ -1,31 +1,52 @@
-"""Task flags against planted problems: precision and recall of the report's flags.
+"""Task flags, annotator reliability and consensus answers against planted problems (issue 22).
 
-Projects come from the demo generator (``demo/data.py``), which knows its planted
-problems: tasks where the careless annotator's answer departs from the truth in some
-control, and ambiguous tasks whose careful annotators split between the two readings
-(``DemoProject.planted``; ambiguous tasks where everyone picked one reading show nothing
-and are counted apart as ``hidden``). Each project is built with several seeds; for each,
-the report's default flags (``plugin/report/flags.py``) and the old rule (a task is
-flagged when any control's σ on it is below 0.5) are scored against the planted set.
-Target: precision ≥ 0.8 and recall ≥ 0.8 with the default flags, averaged over seeds.
+Three parts:
 
-Run: ``python -m benchmarks flags [-- --seeds 1 2 3 4 5]``.
+* **seven shapes** (``benchmarks/flag_shapes.py``: a spammer, an annotator random on 30 %
+  of their tasks, 15 % ambiguous tasks, boxes shifted by half a width, missed entities, a
+  null project, a hard project plus a random annotator), each with several seeds: the
+  report's flags (``build_report``, default settings) scored against the planted tasks —
+  precision, recall, and the false-flag share (flagged tasks among those without a planted
+  problem) —, whether the planted bad annotator has the lowest reliability, and on the
+  categorical shapes the accuracy of the consensus answers against the truth beside
+  crowd-kit's Dawid–Skene, GLAD and MACE on the same answers (an ambiguous task's two labels
+  both count as right). Targets: precision and recall ≥ 0.8 on average and ≥ 0.7 at every
+  seed on every planted shape; the null project ≤ 3 % flagged; the hard project ≤ 5 % of its
+  ordinary tasks flagged; the bad annotator lowest at every seed; consensus accuracy at
+  least the best of the three (mean over seeds).
+* **the demo's projects** (``ls_agreement.demo.data``: a careless annotator, ambiguous
+  tasks whose careful annotators split): precision and recall of the flags as before,
+  target ≥ 0.8 on average.
+* **speed**: a fit of 100,000 tasks × 3 annotators, for labels and for boxes (target
+  ≤ 10 s), and one live event rescoring its task against the stored model without a refit,
+  on a 1,000-task demo mirror (target ≤ 50 ms): wall time and the process's CPU time (the
+  machine may be shared).
+
+Run: ``python -m benchmarks flags [-- --seeds 1 2 3 --skip-speed --skip-demo]``.
 """
 from __future__ import annotations
 
 import argparse
+import random
+import statistics
 import time
+import warnings
 from typing import Any
 
+import numpy as np
+
+from ls_agreement.adapters.adapt import adapt
 from ls_agreement.demo import data as demo_data
 from ls_agreement.plugin.report.build import build_report
 from ls_agreement.plugin.settings import ReportSettings
 
-TARGET = 0.8
-OLD_FLAG_BELOW = 0.5
+from .flag_shapes import SHAPES, ShapeProject, make_project
+
+TARGET, SEED_FLOOR, NULL_AT_MOST, HARD_AT_MOST = 0.8, 0.7, 0.03, 0.05
+FIT_SECONDS, EVENT_SECONDS = 10.0, 0.05
 USER_IDS = {a.email: 10 + k for k, a in enumerate(demo_data.ANNOTATORS)}
-# name -> generate() arguments: different control mixes, sizes and annotators per task
-PROJECTS: dict[str, dict[str, Any]] = {
+# the demo generator's projects, as bench_flags had them before issue 22
+DEMO_PROJECTS: dict[str, dict[str, Any]] = {
     "demo, 5 controls, 60 tasks": dict(n_tasks=60),
     "demo, 5 controls, 300 tasks": dict(n_tasks=300),
     "boxes + spans, 200 tasks": dict(n_tasks=200, controls=("objects", "entities")),
@@ -33,62 +54,225 @@ PROJECTS: dict[str, dict[str, Any]] = {
                                             per_task=(3, 3)),
     "choice (80%) + rating, 3/task": dict(n_tasks=300, controls=("sentiment", "rating"), accuracy=0.8,
                                           per_task=(3, 3)),
-    # ratings read by their distances: careful annotators within a point of the truth
     "choice (90%) + rating, 3-5/task": dict(n_tasks=200, controls=("sentiment", "rating"), accuracy=0.9),
     "rating + ranking, 3/task": dict(n_tasks=150, controls=("rating", "ranking"), per_task=(3, 3)),
 }
 
 
-def _score(flagged: set[str], planted: set[str]) -> tuple[float, float]:
+def _score(flagged: set[str], planted: set[str], tasks: set[str]) -> tuple[float, float, float]:
+    """Precision, recall, false-flag share (flagged among the tasks without a planted problem)."""
     hit = len(flagged & planted)
-    return (hit / len(flagged) if flagged else 1.0, hit / len(planted) if planted else 1.0)
+    ordinary = tasks - planted
+    return (hit / len(flagged) if flagged else 1.0, hit / len(planted) if planted else 1.0,
+            len(flagged - planted) / len(ordinary) if ordinary else 0.0)
 
 
-def run(name: str, kw: dict[str, Any], seed: int) -> dict[str, Any]:
-    """One project and seed: the planted set, the new and the old flags, their scores."""
-    sample = demo_data.generate(USER_IDS, seed=seed, **kw)
-    tasks = [{"id": i + 1, **t} for i, t in enumerate(sample.tasks)]
-    sid = {str(i + 1): t["data"]["sample_id"] for i, t in enumerate(sample.tasks)}
+def _right(label: Any, truth: Any) -> bool:
+    return label in truth if isinstance(truth, set) else label == truth
+
+
+def _crowdkit(proj: ShapeProject) -> dict[str, float] | None:
+    """Consensus accuracy of crowd-kit's Dawid–Skene, GLAD and MACE on the categorical control."""
+    try:
+        import crowdkit.aggregation as ca
+    except ImportError:
+        return None
+    table = adapt(proj.config, proj.tasks).controls[proj.categorical].table
+    df = table.rename(columns={"item": "task", "annotator": "worker", "value": "label"})[["task", "worker", "label"]]
+    df = df.astype({"task": str, "worker": str})
+    out = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")    # crowd-kit's pandas deprecation notices
+        for name, agg in (("DS", ca.DawidSkene(n_iter=100)), ("GLAD", ca.GLAD()), ("MACE", ca.MACE(random_state=0))):
+            labels = agg.fit_predict(df)
+            out[name] = float(np.mean([_right(labels[t], proj.truth[t][proj.categorical]) for t in labels.index]))
+    return out
+
+
+def run_shape(proj: ShapeProject, with_crowdkit: bool) -> dict[str, Any]:
+    """One shape and seed: the report's flags, reliabilities and consensus, scored."""
     t0 = time.perf_counter()
-    report = build_report(sample.config, tasks, ReportSettings(bootstrap=0))
+    report = build_report(proj.config, proj.tasks, ReportSettings(bootstrap=0))
     seconds = time.perf_counter() - t0
-    planted = {k for k, v in sid.items() if v in sample.planted}
-    new = {k for k, t in report.tasks.items() if t.flag}
-    old = {k for c in report.controls.values() if c.measured
-           for k, rec in c.items.items() if rec.sigma is not None and rec.sigma < OLD_FLAG_BELOW}
-    return {"project": name, "seed": seed, "n": len(tasks), "planted": len(planted),
-            "hidden": len(sample.hidden), "flagged": len(new), "score": _score(new, planted),
-            "old_flagged": len(old), "old_score": _score(old, planted), "seconds": seconds}
+    flagged = {k for k, t in report.tasks.items() if t.flag}
+    p, r, ff = _score(flagged, proj.planted, set(report.tasks))
+    rel = {a: e.reliability for a, e in report.annotators.items() if e.reliability is not None}
+    lowest = min(rel, key=lambda a: (rel[a], a)) if rel else None
+    out = {"n": len(proj.tasks), "planted": len(proj.planted), "flagged": len(flagged), "precision": p,
+           "recall": r, "false": ff, "lowest": lowest, "bad_lowest": proj.bad is None or lowest == proj.bad,
+           "bad_reliability": rel.get(proj.bad) if proj.bad else None, "seconds": seconds}
+    if proj.categorical:
+        items = report.controls[proj.categorical].items
+        out["accuracy"] = float(np.mean([_right(items[t].consensus, proj.truth[t][proj.categorical])
+                                         for t in items]))
+        out["crowdkit"] = _crowdkit(proj) if with_crowdkit else None
+    return out
+
+
+def _shapes(seeds: list[int], with_crowdkit: bool) -> bool:
+    print("seven shapes (benchmarks/flag_shapes.py): precision / recall / false-flag share of the task "
+          f"flags; targets: P, R >= {TARGET} mean and >= {SEED_FLOOR} each seed; null <= {NULL_AT_MOST:.0%} "
+          f"flagged; hard <= {HARD_AT_MOST:.0%} of ordinary tasks flagged; bad annotator lowest reliability")
+    head = (f"{'shape':20} {'seed':>4} {'tasks':>5} {'planted':>7} {'flagged':>7} {'prec':>5} {'recall':>6} "
+            f"{'false':>6} {'bad lowest':>10} {'consensus':>9} {'DS':>6} {'GLAD':>6} {'MACE':>6}")
+    print(head)
+    print("-" * len(head))
+    all_met = True
+    for shape in SHAPES:
+        rows = [run_shape(make_project(shape, s), with_crowdkit) for s in seeds]
+        for s, r in zip(seeds, rows):
+            ck = r.get("crowdkit") or {}
+            acc = f"{r['accuracy']:.3f}" if "accuracy" in r else "–"
+            print(f"{shape.name:20} {s:>4} {r['n']:>5} {r['planted']:>7} {r['flagged']:>7} {r['precision']:>5.2f} "
+                  f"{r['recall']:>6.2f} {r['false']:>6.3f} {'yes' if r['bad_lowest'] else 'NO':>10} {acc:>9} "
+                  + " ".join(f"{ck[k]:>6.3f}" if k in ck else f"{'–':>6}" for k in ("DS", "GLAD", "MACE")), flush=True)
+        mean = {k: statistics.mean(r[k] for r in rows) for k in ("precision", "recall", "false")}
+        checks = []
+        if shape.name.startswith("null"):
+            share = statistics.mean(r["flagged"] / r["n"] for r in rows)
+            checks.append((f"{share:.1%} of tasks flagged (<= {NULL_AT_MOST:.0%})", max(r["flagged"] / r["n"] for r in rows) <= NULL_AT_MOST))
+        else:
+            low = (min(r["precision"] for r in rows), min(r["recall"] for r in rows))
+            checks.append((f"P {mean['precision']:.2f} R {mean['recall']:.2f} (lowest seed {low[0]:.2f} / {low[1]:.2f})",
+                           mean["precision"] >= TARGET and mean["recall"] >= TARGET and min(low) >= SEED_FLOOR))
+            checks.append(("bad annotator lowest at every seed", all(r["bad_lowest"] for r in rows)))
+        if shape.name.startswith("hard"):
+            checks.append((f"{mean['false']:.1%} of ordinary tasks flagged (<= {HARD_AT_MOST:.0%})",
+                           max(r["false"] for r in rows) <= HARD_AT_MOST))
+        if rows[0].get("accuracy") is not None and all(r.get("crowdkit") for r in rows):
+            ours = statistics.mean(r["accuracy"] for r in rows)
+            best_name, best = max(((k, statistics.mean(r["crowdkit"][k] for r in rows)) for k in ("DS", "GLAD", "MACE")),
+                                  key=lambda kv: kv[1])
+            checks.append((f"consensus accuracy {ours:.4f} vs best crowd-kit {best_name} {best:.4f}", ours >= best))
+        met = all(ok for _, ok in checks)
+        all_met &= met
+        print(f"{shape.name:20} mean: " + "; ".join(f"{text}{'' if ok else ' [below target]'}" for text, ok in checks)
+              + f"; report {statistics.mean(r['seconds'] for r in rows):.1f} s  {'PASS' if met else 'below target'}")
+        print("-" * len(head), flush=True)
+    return all_met
+
+
+def _demo(seeds: list[int]) -> bool:
+    print("\nthe demo generator's projects (careless annotator, split ambiguous tasks): precision / recall "
+          f"of the flags, target >= {TARGET} mean over seeds")
+    head = f"{'project':32} {'seed':>4} {'tasks':>5} {'planted':>7} {'hidden':>6} | {'flagged':>7} {'prec':>5} {'recall':>6}"
+    print(head)
+    print("-" * len(head))
+    met_all = True
+    for name, kw in DEMO_PROJECTS.items():
+        rows = []
+        for seed in seeds:
+            sample = demo_data.generate(USER_IDS, seed=seed, **kw)
+            tasks = [{"id": i + 1, **t} for i, t in enumerate(sample.tasks)]
+            sid = {str(i + 1): t["data"]["sample_id"] for i, t in enumerate(sample.tasks)}
+            report = build_report(sample.config, tasks, ReportSettings(bootstrap=0))
+            planted = {k for k, v in sid.items() if v in sample.planted}
+            flagged = {k for k, t in report.tasks.items() if t.flag}
+            p, r, _ = _score(flagged, planted, set(report.tasks))
+            rows.append((p, r))
+            print(f"{name:32} {seed:>4} {len(tasks):>5} {len(planted):>7} {len(sample.hidden):>6} | "
+                  f"{len(flagged):>7} {p:>5.2f} {r:>6.2f}", flush=True)
+        mp, mr = statistics.mean(p for p, _ in rows), statistics.mean(r for _, r in rows)
+        met = mp >= TARGET and mr >= TARGET
+        met_all &= met
+        print(f"{name:32} mean: P {mp:.2f} R {mr:.2f}  {'PASS' if met else 'below target'}")
+        print("-" * len(head), flush=True)
+    return met_all
+
+
+def _timed(fn: Any) -> tuple[float, float, Any]:
+    w0, c0 = time.perf_counter(), time.process_time()
+    out = fn()
+    return time.perf_counter() - w0, time.process_time() - c0, out
+
+
+def _speed() -> bool:
+    from ls_agreement.metrics.annotator_model import fit_label_model, read_labels
+    from ls_agreement.metrics.consensus import consensus_model
+    from ls_agreement.metrics.model import Box
+
+    print("\nspeed: a fit of 100,000 tasks x 3 annotators (50 annotators, one random), target <= "
+          f"{FIT_SECONDS:.0f} s; one live event, target <= {EVENT_SECONDS * 1000:.0f} ms")
+    rng = np.random.default_rng(0)
+    n, k = 100_000, 3
+    item = np.repeat(np.arange(n), 3)
+    ann = np.repeat(rng.integers(0, 48, n), 3) + np.tile([0, 1, 2], n)
+    truth = np.repeat(rng.integers(0, k, n), 3)
+    label = np.where(rng.random(3 * n) < 0.9, truth, (truth + rng.integers(1, k, 3 * n)) % k)
+    label = np.where(ann == 0, rng.integers(0, k, 3 * n), label)
+    who = np.array([f"a{a}" for a in range(50)])[ann]
+    wall, cpu, model = _timed(lambda: fit_label_model(item, who, label))
+    rwall, rcpu, _ = _timed(lambda: read_labels(model, item, who, label))
+    met = wall <= FIT_SECONDS
+    print(f"labels (3 classes): fit {wall:.2f} s wall, {cpu:.2f} s CPU; reading every task {rwall:.2f} s "
+          f"({'PASS' if met else 'over'})")
+    x = rng.uniform(5, 60, n)
+    boxes = [[Box(float(x[t]) + rng.normal(0, 0.8), 20.0, 15.0, 15.0, label="car")] for t in item]
+    wall, cpu, _ = _timed(lambda: consensus_model(item, who, boxes, "boxes.iou"))
+    met &= wall <= FIT_SECONDS
+    print(f"boxes (medoid consensus, distance model): fit and read {wall:.2f} s wall, {cpu:.2f} s CPU "
+          f"({'PASS' if wall <= FIT_SECONDS else 'over'})")
+    return _event() and met
+
+
+def _event() -> bool:
+    from ls_agreement.plugin.live.baseline import apply_scores, make_baseline, score_tasks
+    from ls_agreement.plugin.live.events import apply_event
+    from ls_agreement.plugin.live.mirror import ProjectMirror
+    from ls_agreement.plugin.pushback import desired_for
+
+    n = 1000
+    sample = demo_data.generate(USER_IDS, n_tasks=n, seed=11)
+    aid = 0
+    tasks = []
+    for k, t in enumerate(sample.tasks):
+        anns = []
+        for a in t["annotations"]:
+            aid += 1
+            anns.append({**a, "id": aid, "updated_at": f"2026-01-01T00:00:00.{aid:06d}Z"})
+        tasks.append({"id": k + 1, "data": t["data"], "annotations": anns})
+    mirror = ProjectMirror()
+    mirror.fill(tasks)
+    base = make_baseline(demo_data.DEMO_CONFIG, mirror, ReportSettings(bootstrap=0))
+    rng = random.Random(3)
+    times, cpus = [], []
+    for k in range(40):
+        tid = rng.randrange(1, n + 1)
+        task = mirror.tasks[tid]
+        ann = dict(task.annotations[rng.choice(sorted(task.annotations))])
+        ann["result"] = [r if r["from_name"] != "sentiment" else
+                         {**r, "value": {"choices": [rng.choice(["Positive", "Neutral", "Negative"])]}}
+                         for r in ann["result"]]
+        ann["updated_at"] = f"2026-02-01T00:00:{k:02d}Z"
+        payload = {"action": "ANNOTATION_UPDATED", "annotation": {**ann, "task": tid},
+                   "task": {"id": tid, "data": task.data}}
+
+        def one() -> None:
+            applied = apply_event(mirror, payload)
+            apply_scores(base.report, score_tasks(base, mirror, applied.touched), applied.deleted)
+            desired_for(base.report, tid, mirror.tasks[tid].fingerprint(), {}, base.quality)
+        wall, cpu, _ = _timed(one)
+        times.append(wall)
+        cpus.append(cpu)
+    p50, worst = statistics.median(times), max(times)
+    met = p50 <= EVENT_SECONDS
+    print(f"one event on a {n:,}-task demo mirror (5 controls; its task's consensus, departures and flag "
+          f"read against the stored models): median {p50 * 1000:.1f} ms wall ({statistics.median(cpus) * 1000:.1f} "
+          f"ms CPU), max {worst * 1000:.1f} ms ({'PASS' if met else 'over'})")
+    return met
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks flags")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3, 4, 5])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    parser.add_argument("--skip-crowdkit", action="store_true", help="no crowd-kit comparison")
+    parser.add_argument("--skip-demo", action="store_true", help="no demo-generator projects")
+    parser.add_argument("--skip-speed", action="store_true", help="no speed figures")
     args = parser.parse_args(argv or [])
-    print("task flags vs planted problems (careless departures, split ambiguous tasks); "
-          f"target: precision and recall >= {TARGET} (mean over seeds)")
-    head = (f"{'project':32} {'seed':>4} {'tasks':>5} {'planted':>7} {'hidden':>6} | {'flagged':>7} "
-            f"{'prec':>5} {'recall':>6} | {'old flagged':>11} {'prec':>5} {'recall':>6}")
-    print(head)
-    print("-" * len(head))
-    met_all = []
-    for name, kw in PROJECTS.items():
-        rows = [run(name, kw, seed) for seed in args.seeds]
-        for r in rows:
-            print(f"{name:32} {r['seed']:>4} {r['n']:>5} {r['planted']:>7} {r['hidden']:>6} | "
-                  f"{r['flagged']:>7} {r['score'][0]:>5.2f} {r['score'][1]:>6.2f} | "
-                  f"{r['old_flagged']:>11} {r['old_score'][0]:>5.2f} {r['old_score'][1]:>6.2f}", flush=True)
-        k = len(rows)
-        mean = [sum(r[key][i] for r in rows) / k for key in ("score", "old_score") for i in (0, 1)]
-        low = [min(r["score"][i] for r in rows) for i in (0, 1)]
-        met = mean[0] >= TARGET and mean[1] >= TARGET
-        met_all.append(met)
-        print(f"{name:32} {'mean':>4} {sum(r['n'] for r in rows) / k:>5.0f} "
-              f"{sum(r['planted'] for r in rows) / k:>7.1f} {sum(r['hidden'] for r in rows) / k:>6.1f} | "
-              f"{sum(r['flagged'] for r in rows) / k:>7.1f} {mean[0]:>5.2f} {mean[1]:>6.2f} | "
-              f"{sum(r['old_flagged'] for r in rows) / k:>11.1f} {mean[2]:>5.2f} {mean[3]:>6.2f}   "
-              f"(lowest seed: {low[0]:.2f} / {low[1]:.2f}; report {sum(r['seconds'] for r in rows) / k:.1f} s) "
-              f"{'PASS' if met else 'below target'}")
-        print("-" * len(head), flush=True)
-    print(f"{sum(met_all)} of {len(met_all)} projects meet the target")
+    met = _shapes(args.seeds, not args.skip_crowdkit)
+    if not args.skip_demo:
+        met &= _demo(args.seeds)
+    if not args.skip_speed:
+        met &= _speed()
+    print(f"\n{'all targets met' if met else 'some targets not met'}")
     return 0

@@ -22,7 +22,9 @@ departures, and a project where everybody slips alike has no departures at all. 
 annotator's confusion matrix is ``θ_a C + (1 − θ_a) 1 ξ_aᵀ``.
 
 A task *holds a departing answer* when one of its answers departs and differs from the
-true class (from both classes of an ambiguous task); its flag posterior is
+true class (from both classes of an ambiguous task) as careful work would not — by
+``1 − C[z, y] / C[z, z]``: a random rating that lands within careful annotators' usual
+spread is no departure; its flag posterior is
 ``1 − P(ordinary and no answer departs | its answers)``. Fitted by EM with weak Dirichlet
 and Beta priors (MAP): missing answers (annotators who did not see a task) simply do not
 enter its product, and any number of answers per task works. Reading one task with the
@@ -164,7 +166,7 @@ class LabelReading:
         The most likely pair of an ambiguous reading (class indices).
     p_departs : ndarray, shape (N,)
         Per answer (input order): posterior that it departs and differs from the true
-        class(es).
+        class(es) more than careful work does (weighted by ``1 − C[z, y] / C[z, z]``).
     task_of : ndarray of int, shape (N,)
         Per answer: its task's index in ``items``.
     label : ndarray of int, shape (N,)
@@ -565,12 +567,16 @@ def read_labels(model: LabelModel, item: Sequence[Hashable], annotator: Sequence
             marginal[:, pa[q]] += share_a[:, q] * post_amb[:, q]
             marginal[:, pb[q]] += (1 - share_a[:, q]) * post_amb[:, q]
     consensus = marginal.argmax(axis=1)
-    # departs: a departing answer whose label is not the true class (not either class)
+    # departs: a departing answer that careful work would not have given — its label is
+    # visible as a departure by 1 − C[z, y] / C[z, z] (the slip's odds against the careful
+    # answer; on an ambiguous task against the likelier of its two classes): another class
+    # of a nominal control nearly always, a rating within careful annotators' usual spread
+    # hardly at all (a random answer that lands where a careful one would is no departure)
+    visible = np.clip(1.0 - model.confusion / np.maximum(model.confusion.diagonal()[:, None], 1e-300), 0.0, 1.0)
+    visible_pair = np.minimum(visible[pa], visible[pb])                                 # (P, K)
     y = c.label
-    states_a = np.r_[np.arange(k), pa]
-    states_b = np.r_[np.arange(k), pb]
-    other = (y[:, None] != states_a[None, :]) & (y[:, None] != states_b[None, :])     # (N, K + P)
-    q_dep = tab.dep[c.row][:, None] / (tab.sound[c.row] + tab.dep[c.row][:, None]) * other
+    shown = np.concatenate([visible.T[y], visible_pair.T[y]], axis=1)                  # (N, K + P)
+    q_dep = tab.dep[c.row][:, None] / (tab.sound[c.row] + tab.dep[c.row][:, None]) * shown
     p_dep = (post[c.task] * q_dep).sum(axis=1)
     # P(ordinary and nobody departs) = Σ_z P(z | answers) Π_n (1 − q_n(z))
     clean = np.exp(np.add.reduceat(np.log1p(-np.minimum(q_dep[:, :k], 1 - 1e-15)), c.starts, axis=0))

@@ -25,7 +25,6 @@ EM; reading a task needs only its own answers and the fitted numbers (:func:`rea
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any, Hashable, Sequence
@@ -37,8 +36,8 @@ from .distances.base import Distance, compute_distinct, value_keys
 from .distances.registry import DistanceLike, get_distance
 from .sound_share import CAREFUL, DEPARTS_AT, sound_profile
 
-__all__ = ["DistanceModel", "ConsensusReading", "Medoids", "medoids", "fit_distance_model", "read_consensus",
-           "consensus_model"]
+__all__ = ["DistanceModel", "ConsensusReading", "Medoids", "TaskPairs", "task_pairs", "medoids", "fit_distance_model",
+           "read_consensus", "consensus_model"]
 
 _BINS = 50
 _SOUND_PSEUDO = 25.0            # answers spread evenly over f_s's bins: a floor under its tail
@@ -88,9 +87,37 @@ def _within_pairs(starts: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np
     return np.concatenate(out_i), np.concatenate(out_j)
 
 
-def medoids(item: Sequence[Hashable] | np.ndarray, values: Sequence[Any], distance: DistanceLike,
-            weight: np.ndarray | None = None) -> Medoids:
-    """Each task's medoid under ``distance``, and each answer's distance to it.
+@dataclass(frozen=True)
+class TaskPairs:
+    """Every within-task pair of a control's answers and its distance, computed once (the
+    medoids are found again with the fitted weights from the same distances).
+
+    Attributes
+    ----------
+    items : ndarray, shape (T,)
+        Task ids, first-seen order.
+    task_of : ndarray of int, shape (N,)
+        Each answer's task index (input order).
+    order : ndarray of int, shape (N,)
+        The input row of each answer sorted by task.
+    starts : ndarray of int, shape (T,)
+        Each task's first position in ``order``.
+    i, j : ndarray of int, shape (n_pairs,)
+        Positions in ``order`` of each pair's answers.
+    d : ndarray, shape (n_pairs,)
+    """
+
+    items: np.ndarray
+    task_of: np.ndarray
+    order: np.ndarray
+    starts: np.ndarray
+    i: np.ndarray
+    j: np.ndarray
+    d: np.ndarray
+
+
+def task_pairs(item: Sequence[Hashable] | np.ndarray, values: Sequence[Any], distance: DistanceLike) -> TaskPairs:
+    """The distances of every pair of answers on the same task.
 
     Parameters
     ----------
@@ -100,6 +127,28 @@ def medoids(item: Sequence[Hashable] | np.ndarray, values: Sequence[Any], distan
         The answers (common-model values of one control).
     distance : str, Distance or callable
         The control's distance.
+    """
+    dist: Distance = get_distance(distance)
+    task, items = pd.factorize(pd.Series(item if isinstance(item, (np.ndarray, pd.Series)) else list(item)),
+                               sort=False)
+    n = task.size
+    order = np.argsort(task, kind="stable")
+    t = task[order]
+    starts = np.flatnonzero(np.r_[True, t[1:] != t[:-1]]) if n else np.zeros(0, dtype=np.int64)
+    i, j = _within_pairs(starts, np.diff(np.r_[starts, n]))
+    vals = [values[k] for k in order]
+    d = (np.asarray(compute_distinct(dist, dist.prepare(vals), value_keys(vals), i, j), dtype=float)
+         if i.size else np.zeros(0))
+    return TaskPairs(items=np.asarray(items), task_of=task.astype(np.int64), order=order, starts=starts, i=i, j=j, d=d)
+
+
+def medoids(pairs: TaskPairs, weight: np.ndarray | None = None) -> Medoids:
+    """Each task's medoid, and each answer's distance to it.
+
+    Parameters
+    ----------
+    pairs : TaskPairs
+        From :func:`task_pairs`.
     weight : ndarray, shape (N,), optional
         How much each answer counts in the others' sums (their annotator's θ); ties go to
         the heavier answer, then the first. Default 1.
@@ -108,22 +157,10 @@ def medoids(item: Sequence[Hashable] | np.ndarray, values: Sequence[Any], distan
     -------
     Medoids
     """
-    dist: Distance = get_distance(distance)
-    task, items = pd.factorize(pd.Series(item if isinstance(item, (np.ndarray, pd.Series)) else list(item)),
-                               sort=False)
-    n = task.size
-    w = np.ones(n) if weight is None else np.asarray(weight, dtype=float)
-    order = np.argsort(task, kind="stable")
-    t = task[order]
-    starts = np.flatnonzero(np.r_[True, t[1:] != t[:-1]]) if n else np.zeros(0, dtype=np.int64)
-    sizes = np.diff(np.r_[starts, n])
-    i, j = _within_pairs(starts, sizes)
-    vals = [values[k] for k in order]
-    if i.size:
-        d = np.asarray(compute_distinct(dist, dist.prepare(vals), value_keys(vals), i, j), dtype=float)
-    else:
-        d = np.zeros(0)
-    ws = w[order]
+    order, starts, i, j, d = pairs.order, pairs.starts, pairs.i, pairs.j, pairs.d
+    n = order.size
+    t = pairs.task_of[order]
+    ws = (np.ones(n) if weight is None else np.asarray(weight, dtype=float))[order]
     total = np.bincount(i, weights=ws[j] * d, minlength=n) + np.bincount(j, weights=ws[i] * d, minlength=n)
     # the medoid: least weighted sum; among equal sums the heavier answer, then the first
     best = np.minimum.reduceat(total, starts) if n else np.zeros(0)
@@ -145,7 +182,7 @@ def medoids(item: Sequence[Hashable] | np.ndarray, values: Sequence[Any], distan
     out_d[order] = to_med
     out_med = np.zeros(n, dtype=bool)
     out_med[order] = is_med
-    return Medoids(items=np.asarray(items), consensus=order[med_sorted], task_of=task.astype(np.int64),
+    return Medoids(items=pairs.items, consensus=order[med_sorted], task_of=pairs.task_of,
                    distance=out_d, is_consensus=out_med)
 
 
@@ -389,26 +426,24 @@ def fit_distance_model(medoid: Medoids, annotator: Sequence[Any], *, distance: s
                          n_answers=n_answers, distance=distance, n_iter=n_iter)
 
 
-def read_consensus(model: DistanceModel, item: Sequence[Hashable] | np.ndarray, annotator: Sequence[Any],
-                   values: Sequence[Any], distance: DistanceLike, medoid: Medoids | None = None) -> ConsensusReading:
+def read_consensus(model: DistanceModel, pairs: TaskPairs, annotator: Sequence[Any]) -> ConsensusReading:
     """Read tasks against a fitted model: the consensus (medoid weighted by the annotators'
     θ), who departs from it, and whether the task is ambiguous.
 
     Parameters
     ----------
     model : DistanceModel
-    item, annotator, values : sequences, shape (N,)
-    distance : str, Distance or callable
-        The control's distance (the one the model was fitted with).
-    medoid : Medoids, optional
-        Already computed with these θ weights.
+    pairs : TaskPairs
+        The tasks' answers' distances (:func:`task_pairs`, under the model's distance).
+    annotator : sequence of str, shape (N,)
+        Each answer's annotator.
 
     Returns
     -------
     ConsensusReading
     """
     theta = model.theta([str(x) for x in annotator])
-    med = medoid if medoid is not None else medoids(item, values, distance, weight=theta)
+    med = medoids(pairs, weight=theta)
     n_tasks = med.items.size
     alone = ~np.isfinite(med.distance)
     u, v = model.densities(med.distance)
@@ -441,10 +476,9 @@ def consensus_model(item: Sequence[Hashable] | np.ndarray, annotator: Sequence[A
     (DistanceModel, ConsensusReading)
     """
     dist = get_distance(distance)
-    med = medoids(item, values, dist)
-    model = fit_distance_model(med, annotator, distance=dist.name, ambiguity=ambiguity)
+    pairs = task_pairs(item, values, dist)
+    model = fit_distance_model(medoids(pairs), annotator, distance=dist.name, ambiguity=ambiguity)
     theta = model.theta([str(x) for x in annotator])
     if not np.all(theta == CAREFUL):
-        med = medoids(item, values, dist, weight=theta)
-        model = fit_distance_model(med, annotator, distance=dist.name, ambiguity=ambiguity)
-    return model, read_consensus(model, item, annotator, values, dist, medoid=med)
+        model = fit_distance_model(medoids(pairs, weight=theta), annotator, distance=dist.name, ambiguity=ambiguity)
+    return model, read_consensus(model, pairs, annotator)

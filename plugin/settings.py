@@ -5,8 +5,7 @@ A TOML file with two tables; the same keys mean the same everywhere:
 
 ```toml
 [report]                 # → ReportSettings: what is computed
-flag_level = 0.01        # false-flag rate of an ordinary task (all controls together)
-flag_posterior = 0.5     # flag an unreliable annotator's departure from this probability
+flag_posterior = 0.5     # flag a task from this posterior of a departing answer or an ambiguous control
 flag_below = 0           # legacy: also flag a task whose σ on a control is below this (0 = off)
 p = 0.05
 form = "canonical"       # or "pairwise" (paper 000)
@@ -116,6 +115,7 @@ class ReportSettings(_Table):
 
     distances: dict[str, str] = Field(default_factory=dict)
     flag_below: float = Field(0.0, allow_inf_nan=False)
+    # retired with the old flag rule (issue 22): still read, so that settings files naming it load
     flag_level: float = Field(0.01, gt=0, lt=1)
     flag_posterior: float = Field(0.5, gt=0, le=1)
     p: float = Field(0.05, gt=0, lt=1)

@@ -27,6 +27,7 @@ from ls_agreement.metrics.result import finite_or_none
 
 from ..annotator_report import annotator_quality
 from ..report.build import build_report, collect_warnings
+from ..report.flags import read_review
 from ..report.model import BaselineInfo, ControlReport, ItemEntry, Report
 from ..report.rollup import project_tasks
 from ..settings import ReportSettings
@@ -157,7 +158,10 @@ def score_tasks(base: ProjectBaseline, mirror: ProjectMirror, task_ids: Iterable
                 table = token_table(ctl)[0]
             if not len(table):
                 continue
-            for item, entry in _entries(rep, item_scores(table, b), table).items():
+            entries = _entries(rep, item_scores(table, b), table)
+            if rep.measured:   # consensus, departures and ambiguity against the stored annotator model
+                read_review(rep, table, entries)
+            for item, entry in entries.items():
                 out.setdefault(item, {})[name] = entry
     return out   # flags are set by apply_scores (the rule reads the task's entries together)
 

@@ -4,11 +4,11 @@ Per control: ``agreement(table, distance, p, form, seed, bootstrap, flag_below)`
 engine (paper 000 §4-5: α, KS, σ with d*; docs/formulas.md §3, §9); with ``distance="auto"``
 the candidates of the control are ranked by KS (``choose_distance``) and the winner is
 reported with its intervals. Then the seed measures (κx, span F1, CrowdTruth) are merged,
-and each control's answer model for the flags is fitted (``flags.fit_flags``).
+and each control's annotator model is fitted (``flags.fit_review``: every task's consensus
+answer, who departs from it, whether it is ambiguous; each annotator's reliability).
 
-Project level (README): a task's ``flag`` is true when *any* control flags it (the rule of
-``flags.task_flag``: few agreeing pairs for its annotators, or a likely departure by an
-unreliable annotator), and its
+Project level (README): a task's ``flag`` is true when the posterior that it holds a
+departing answer or an ambiguous control reaches ``flag_posterior`` (``flags.task_flag``), and its
 ``sigma`` is the *minimum* σ over the controls where it has pairs (the weakest control
 decides). An annotator's project ``sigma``/``alpha`` are the pair-weighted means of their
 per-control values (controls with more pairs weigh more); ``n_items`` counts distinct
@@ -34,7 +34,7 @@ from ls_agreement.metrics.result import finite_or_none
 from ..settings import ReportSettings
 from .model import (AnnotatorIntervals, Candidate, ControlAnnotator, ControlReport, ControlStatus, Diagnostic,
                     Histogram, Intervals, ItemEntry, Report)
-from .flags import fit_flags
+from .flags import fit_review
 from .quality import reference_measures
 from .seed import seed_measures
 from .pairs import label_section, pair_matrix_section, project_pair_matrix
@@ -120,19 +120,6 @@ def _histogram(observed: np.ndarray, observed_weights: np.ndarray | None, expect
                      expected=[float(c) for c in exp])
 
 
-def _chance_sigma(expected: np.ndarray, weights: np.ndarray | None, threshold: Any) -> float | None:
-    """σ of the chance pairs: the (weighted) share of expected distances below d* — the
-    rate at which two unrelated answers pass for agreement (the flags' ``c``)."""
-    t = finite_or_none(threshold)
-    if t is None or not expected.size:
-        return None if t is None else 0.0
-    below = expected < t
-    if weights is None:
-        return float(below.mean())
-    total = float(np.sum(weights))
-    return float(np.sum(weights[below]) / total) if total > 0 else None
-
-
 def _measure(ctl: ControlData, table: pd.DataFrame, settings: ReportSettings, wanted: str,
              entry: ControlReport, bootstrap: int) -> Any:
     """The control's agreement under its distance; ``auto`` ranks the candidates by KS
@@ -204,7 +191,11 @@ def control_report(ctl: ControlData, settings: ReportSettings) -> ControlReport:
         entry.histogram = _histogram(observed, observed_weights, res.expected, res.expected_weights)
     entry.items = _items(res.per_item, table)
     entry.annotators = _annotators(res, ctl, entry)
-    entry.flags = fit_flags(entry, _chance_sigma(res.expected, res.expected_weights, res.threshold))
+    if res.d_e > 0:   # the annotator model: consensus, departures, ambiguity, reliability
+        try:
+            fit_review(entry, table, ctl.annotator_names)
+        except (ValueError, FloatingPointError) as exc:
+            entry.warnings.append(f"annotator model not fitted (no flags, consensus or reliability): {exc}")
     reference_measures(ctl, table, entry, settings)   # ground truth, predictions, error types
     if res.d_e > 0:  # annotator × annotator matrix and per-label agreement (pairs.py)
         pair_matrix_section(res, table, settings, entry)

@@ -1,93 +1,271 @@
-"""Task flags of a report: the Label Studio side of :mod:`ls_agreement.metrics.flags`.
+"""Task flags and annotator reliability of a report: the Label Studio side of the annotator
+models (``metrics/annotator_model.py`` for labels, ``metrics/consensus.py`` for any other
+kind; docs/formulas.md "Flags", README "How tasks are flagged").
 
-``fit_flags`` fits a control's answer model once, when the report is built, and stores it
-in the control (``ControlReport.flags``: a few numbers per control and annotator).
-``task_flag`` flags ONE task from its per-control item entries (mean distance, σ, pairs,
-annotators), those stored models and each control's distance histogram alone, so the live
-service can flag a task without the others; the report builder's roll-up
-(``rollup.project_tasks``) calls it for every task. The rule (docs/formulas.md, "Flags"):
+``fit_review`` fits a measured control's model once, when the report is built, stores it
+(``ControlReport.flags``), reads every task (``ItemEntry``: consensus answer, who departs
+from it and how, whether the task is ambiguous, the posterior of either, a one-line
+reason) and gives each annotator their reliability with its interval. ``read_review``
+reads given tasks against the stored model alone (the live path: one task without
+refitting). ``task_flag`` combines a task's controls: the posterior that the task holds a
+departing answer or an ambiguous control is ``1 − Π_c (1 − p_c)``, and the task is flagged
+from ``flag_posterior`` (default ½).
 
-* *answers farther apart than these annotators reach*: each control's tail probability of
-  so large a mean pair distance on an ordinary task with these annotators (read against
-  the control's own sound and chance distance distributions), combined over the task's
-  controls by Fisher's method, is below ``flag_level`` (default 0.01);
-* *an unreliable annotator likely departs*: the posterior that an annotator whose
-  reliability is under half the control's median gave an answer that departs (a chance
-  answer no sound one would be near) is at least ``flag_posterior`` (default 0.5);
-* *legacy cut*: σ below ``flag_below`` (default 0: off).
-
-A control without a usable histogram (an old report) is read by its count of pairs below
-d* instead (:func:`~ls_agreement.metrics.flags.item_evidence`).
+Reasons name who departs and how; they never name an annotator whose answer is the
+consensus, and an ambiguous task names no one ("careful annotators split ...").
 """
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ls_agreement.metrics.flags import (DEFAULT_LEVEL, DEFAULT_POSTERIOR, UNRELIABLE_BELOW, DistanceComponents,
-                                        DistanceModel, FlagModel, ItemEvidence, agreeing_pairs, combine_flags,
-                                        distance_components, distance_evidence, fit_distance_model,
-                                        fit_flag_model, item_evidence, unreliable_annotators)
+import numpy as np
+import pandas as pd
+
+from ls_agreement.metrics.annotator_model import LabelModel, fit_label_model, read_labels
+from ls_agreement.metrics.consensus import DistanceModel, consensus_model, read_consensus, task_pairs
+from ls_agreement.metrics.departures import REGION_KINDS, how_departs
+from ls_agreement.metrics.distances.registry import get_distance
+from ls_agreement.metrics.result import finite_or_none
+from ls_agreement.metrics.sound_share import CAREFUL
 
 if TYPE_CHECKING:
-    from .model import ControlReport, FlagFit, Histogram, ItemEntry
+    from .model import AnnotatorFit, ControlReport, ItemEntry
 
-__all__ = ["fit_flags", "task_flag", "flag_model", "components", "DEFAULT_LEVEL", "DEFAULT_POSTERIOR"]
+__all__ = ["fit_review", "read_review", "task_flag", "is_labels", "DEFAULT_POSTERIOR"]
 
-
-@lru_cache(maxsize=256)
-def _components(edges: tuple[float, ...], observed: tuple[float, ...],
-                expected: tuple[float, ...]) -> DistanceComponents | None:
-    return distance_components(edges, observed, expected)
-
-
-def components(hist: "Histogram | None") -> DistanceComponents | None:
-    """The sound / departing split of a control's distances (None without a usable histogram):
-    the same at fit time and at flag time, since both read the stored histogram."""
-    if hist is None:
-        return None
-    return _components(tuple(map(float, hist.edges)), tuple(map(float, hist.observed)),
-                       tuple(map(float, hist.expected)))
+DEFAULT_POSTERIOR = 0.5     # flag a task from this posterior
+MAX_CLASSES = 30            # a control of labels has at most this many distinct answers
+_KEEP_DEPARTS = 0.05        # ItemEntry.departs lists the annotators from this posterior
+_NAMED_FROM = 0.5           # a reason names an annotator who departs from this posterior
+_REASON_FROM = 0.2          # a flagged task's reasons: the controls from this posterior
+_LABEL_TAGS = ("choices", "rating", "pairwise", "taxonomy")
 
 
-def fit_flags(entry: "ControlReport", chance: float | None) -> "FlagFit | None":
-    """The answer model of a measured control: each annotator's probability of not departing,
-    from their mean distance and the control's histogram; without a usable histogram, their
-    share of sound answers from their σ and the tasks' counts below d*."""
-    from .model import FlagFit
-
-    comp = components(entry.histogram)
-    if comp is not None:
-        dm = fit_distance_model(comp, {a: (e.mean_distance, e.n_pairs) for a, e in entry.annotators.items()})
-        if dm is not None:
-            c = chance if chance is not None else 0.0
-            # s: the share of sound pairs below d* (bins wholly below it), for the page
-            t = entry.threshold
-            below = int(t // comp.width) if t is not None and comp.width > 0 else 0
-            same = float(sum(comp.sound_pmf[:below]))
-            return FlagFit(chance=float(c), same=same, reliability=dict(dm.reliability),
-                           default_reliability=dm.default_reliability, unreliable_below=dm.unreliable_below)
-    items = [(k, rec.n_pairs, rec.annotators) for rec in entry.items.values()
-             if (k := agreeing_pairs(rec.sigma, rec.n_pairs)) is not None]
-    model = fit_flag_model({a: (e.sigma, e.n_pairs) for a, e in entry.annotators.items()}, chance, items)
-    if model is None:
-        return None
-    return FlagFit(chance=model.chance, same=model.same, reliability=dict(model.reliability),
-                   default_reliability=model.default_reliability, unreliable_below=model.unreliable_below)
+def is_labels(entry: "ControlReport", table: pd.DataFrame) -> bool:
+    """Whether a control is read by the label model: its answers are a few labels (Choices,
+    Rating, Pairwise: scalar values, at most :data:`MAX_CLASSES` of them, compared as
+    categories or ranks); any other control is read by its distances."""
+    if entry.kind not in ("scalars", "pairwise") or not len(table):
+        return False
+    level = get_distance(entry.distance).level if entry.distance else None
+    if level not in ("nominal", "ordinal") and entry.tag.lower() not in _LABEL_TAGS:
+        return False
+    try:
+        n = table["value"].nunique()
+    except TypeError:           # unhashable values are not labels
+        return False
+    return 2 <= n <= MAX_CLASSES
 
 
-def flag_model(fit: "FlagFit") -> FlagModel:
-    """The count model of a stored fit (controls without a usable histogram)."""
-    return FlagModel(chance=fit.chance, same=fit.same, reliability=fit.reliability,
-                     default_reliability=fit.default_reliability, unreliable_below=fit.unreliable_below)
+def _plain(v: Any) -> Any:
+    """A label as JSON holds it (numpy scalars as Python numbers)."""
+    return v.item() if isinstance(v, np.generic) else v
 
 
-def distance_model(fit: "FlagFit", comp: DistanceComponents) -> DistanceModel:
-    """The distance model of a stored fit and its control's histogram split."""
-    return DistanceModel(width=comp.width, sound_pmf=comp.sound_pmf, depart_pmf=comp.depart_pmf,
-                         chance_pmf=comp.chance_pmf, kappa=comp.kappa, reliability=fit.reliability,
-                         default_reliability=fit.default_reliability, unreliable_below=fit.unreliable_below)
+def _classes(entry: "ControlReport", values: pd.Series) -> list[Any]:
+    seen = list(dict.fromkeys(_plain(v) for v in values))
+    if entry.options and all(isinstance(v, str) for v in seen):
+        return list(dict.fromkeys(list(entry.options) + seen))
+    try:
+        return sorted(seen)
+    except TypeError:
+        return seen
+
+
+# ---------------------------------------------------------------------------------------
+# the stored fit and back
+# ---------------------------------------------------------------------------------------
+
+def _label_fit(m: LabelModel) -> "AnnotatorFit":
+    from .model import LabelFit
+
+    return LabelFit(classes=[_plain(c) for c in m.classes], prior=m.prior.tolist(), confusion=m.confusion.tolist(),
+                    annotators=list(m.annotators), sound=m.sound.tolist(),
+                    accuracy=[None if math.isnan(x) else float(x) for x in m.accuracy],
+                    departing=m.departing.tolist(), ambiguity=float(m.ambiguity), pairs=m.pairs.tolist(),
+                    n_answers=[int(n) for n in m.n_answers])
+
+
+def _label_model(f: Any) -> LabelModel:
+    k = len(f.classes)
+    pa, pb = np.triu_indices(k, 1)
+    sound = np.asarray(f.sound, dtype=float)
+    return LabelModel(classes=tuple(f.classes), prior=np.asarray(f.prior), confusion=np.asarray(f.confusion),
+                      accuracy=np.array([np.nan if x is None else x for x in f.accuracy], dtype=float),
+                      annotators=tuple(f.annotators), sound=sound, sound_best=sound,
+                      sound_ci=np.zeros((sound.size, 2)), departing=np.asarray(f.departing),
+                      ambiguity=float(f.ambiguity), pair_a=pa.astype(np.int64), pair_b=pb.astype(np.int64),
+                      pairs=np.asarray(f.pairs), n_answers=np.asarray(f.n_answers, dtype=np.int64))
+
+
+def _distance_fit(m: DistanceModel) -> "AnnotatorFit":
+    from .model import DistanceFit
+
+    return DistanceFit(distance=m.distance, edges=m.edges.tolist(), sound_pdf=m.sound_pdf.tolist(),
+                       departs_pdf=m.departs_pdf.tolist(), annotators=list(m.annotators), sound=m.sound.tolist(),
+                       ambiguity=float(m.ambiguity), n_answers=[int(n) for n in m.n_answers])
+
+
+def _distance_model(f: Any) -> DistanceModel:
+    sound = np.asarray(f.sound, dtype=float)
+    return DistanceModel(edges=np.asarray(f.edges), sound_pdf=np.asarray(f.sound_pdf),
+                         departs_pdf=np.asarray(f.departs_pdf), annotators=tuple(f.annotators), sound=sound,
+                         sound_best=sound, sound_ci=np.zeros((sound.size, 2)), ambiguity=float(f.ambiguity),
+                         n_answers=np.asarray(f.n_answers, dtype=np.int64), distance=f.distance)
+
+
+# ---------------------------------------------------------------------------------------
+# reading tasks
+# ---------------------------------------------------------------------------------------
+
+def _name(names: Mapping[str, str], a: str) -> str:
+    n = names.get(a)
+    return f"{n} ({a})" if n and n != a else a
+
+
+def _reason(rec: "ItemEntry", named: list[tuple[str, float]], others: list[str], split: str | None,
+            names: Mapping[str, str]) -> str | None:
+    """The one-line reason of a control's reading of a task (None when nothing is likely)."""
+    parts = [f"{_name(names, a)}: {rec.how.get(a, 'departs')} (departs {p:.2f})" for a, p in named]
+    if split is not None and (rec.p_ambiguous or 0.0) >= 0.5 * (rec.p_flag or 0.0):
+        parts.append(f"ambiguous: careful annotators split {split} (posterior {rec.p_ambiguous:.2f})")
+    if not parts and others:
+        who = ", ".join(_name(names, a) for a in others)
+        parts.append(f"one of {who} likely departs from the consensus (posterior {rec.p_flag:.2f})")
+    return "; ".join(parts) or None
+
+
+def _read_labels(entry: "ControlReport", model: LabelModel, table: pd.DataFrame,
+                 items: Mapping[str, "ItemEntry"], names: Mapping[str, str]) -> None:
+    item = table["item"].to_numpy()
+    who = table["annotator"].astype(str).to_numpy()
+    vals = [_plain(v) for v in table["value"]]
+    r = read_labels(model, item, who, vals)
+    best = dict(zip(model.annotators, model.sound_best))
+    rows = pd.Series(np.arange(len(vals))).groupby(r.task_of).agg(list)
+    for t, key in enumerate(r.items):
+        rec = items.get(str(key))
+        if rec is None:
+            continue
+        cons = model.classes[int(r.consensus[t])]
+        answers = rows.get(t, [])
+        rec.p_flag, rec.p_ambiguous = float(r.p_flag[t]), float(r.p_ambiguous[t])
+        rec.consensus, rec.consensus_p = cons, float(r.consensus_p[t])
+        agreeing = [who[n] for n in answers if vals[n] == cons]
+        rec.consensus_by = max(agreeing, key=lambda a: (best.get(a, 0.0), a)) if agreeing else None
+        rec.departs = {who[n]: round(float(r.p_departs[n]), 4) for n in answers if r.p_departs[n] >= _KEEP_DEPARTS}
+        rec.how = {who[n]: f"said {vals[n]!r} where the consensus is {cons!r}" for n in answers
+                   if r.p_departs[n] >= _NAMED_FROM and vals[n] != cons}
+        named = sorted(((who[n], float(r.p_departs[n])) for n in answers if who[n] in rec.how), key=lambda x: -x[1])
+        others = [who[n] for n in answers if vals[n] != cons and r.p_departs[n] >= 0.1]
+        split = None
+        if rec.p_ambiguous >= 0.2:
+            a, b = (model.classes[int(x)] for x in r.split[t])
+            n_a = sum(vals[n] == a for n in answers)
+            n_b = sum(vals[n] == b for n in answers)
+            split = f"between {a!r} ({n_a}) and {b!r} ({n_b})"
+        rec.reason = _reason(rec, named, others, split, names)
+
+
+def _read_distances(entry: "ControlReport", model: DistanceModel, table: pd.DataFrame,
+                    items: Mapping[str, "ItemEntry"], names: Mapping[str, str]) -> None:
+    item = table["item"].to_numpy()
+    who = table["annotator"].astype(str).to_numpy()
+    vals = list(table["value"])
+    r = read_consensus(model, task_pairs(item, vals, model.distance), who)
+    med = r.medoids
+    rows = pd.Series(np.arange(len(vals))).groupby(med.task_of).agg(list)
+    named_rows = np.flatnonzero((r.p_departs >= _NAMED_FROM) & ~med.is_consensus)
+    cons_row = med.consensus[med.task_of]
+    how: dict[int, str] = {}
+    if entry.kind in REGION_KINDS and named_rows.size:
+        said = how_departs(entry.kind, [vals[k] for k in cons_row[named_rows]], [vals[k] for k in named_rows])
+        how = {int(k): h for k, h in zip(named_rows, said) if h}
+    # how far sound answers reach (95 % of f_s), for the reasons of kinds without regions
+    at = np.searchsorted(np.cumsum(model.sound_pdf) * (model.edges[1] - model.edges[0]), 0.95)
+    reach = float(model.edges[min(int(at) + 1, model.edges.size - 1)])
+    for t, key in enumerate(med.items):
+        rec = items.get(str(key))
+        if rec is None:
+            continue
+        answers = rows.get(t, [])
+        c = int(med.consensus[t])
+        rec.p_flag, rec.p_ambiguous = float(r.p_flag[t]), float(r.p_ambiguous[t])
+        rec.consensus_by, rec.consensus_p = who[c], float(r.consensus_p[t])
+        rec.consensus = _plain(vals[c]) if isinstance(_plain(vals[c]), (str, int, float)) else None
+        rec.departs = {who[n]: round(float(r.p_departs[n]), 4) for n in answers if r.p_departs[n] >= _KEEP_DEPARTS}
+        rec.how = {}
+        for n in answers:
+            if r.p_departs[n] >= _NAMED_FROM and not med.is_consensus[n]:
+                far = f"{med.distance[n]:.2g} from the consensus ({model.distance}; careful answers stay within {reach:.2g})"
+                rec.how[who[n]] = how.get(n) or far
+        named = sorted(((a, rec.departs[a]) for a in rec.how), key=lambda x: -x[1])
+        others = [who[n] for n in answers if not med.is_consensus[n] and med.distance[n] > 0 and r.p_departs[n] >= 0.1]
+        split = None
+        if rec.p_ambiguous >= 0.2:
+            apart = sum(1 for n in answers if r.p_other_reading[n] >= 0.5)
+            split = f"({apart} of {len(answers)} answers follow another reading)" if apart else None
+        rec.reason = _reason(rec, named, others, split, names)
+
+
+def read_review(entry: "ControlReport", table: pd.DataFrame, items: Mapping[str, "ItemEntry"],
+                names: Mapping[str, str] | None = None) -> None:
+    """Read the tasks of ``table`` against the control's stored model (``entry.flags``),
+    filling their ``items`` entries (consensus, departures, ambiguity, posterior, reason);
+    nothing happens without a stored model.
+
+    Parameters
+    ----------
+    entry : ControlReport
+        The control, with its fitted model.
+    table : DataFrame (item, annotator, value)
+        The answers of the tasks to read (the control's table, as the engine measured it).
+    items : mapping task id -> ItemEntry
+        Where the readings go (tasks without an entry are skipped).
+    names : mapping annotator id -> display name, optional
+    """
+    fit = entry.flags
+    if fit is None or not len(table):
+        return
+    names = names or {a: e.name for a, e in entry.annotators.items()}
+    if fit.model == "labels":
+        _read_labels(entry, _label_model(fit), table, items, names)
+    else:
+        _read_distances(entry, _distance_model(fit), table, items, names)
+
+
+def fit_review(entry: "ControlReport", table: pd.DataFrame, names: Mapping[str, str] | None = None) -> None:
+    """Fit a measured control's annotator model, store it, read every task and give each
+    annotator their reliability (``ControlAnnotator.reliability``, ``reliability_ci``,
+    ``departs``).
+
+    Parameters
+    ----------
+    entry : ControlReport
+        A measured control (its ``distance``, ``items`` and ``annotators`` filled).
+    table : DataFrame (item, annotator, value)
+        The answers the engine measured.
+    names : mapping annotator id -> display name, optional
+    """
+    if not len(table) or entry.distance is None:
+        return
+    item = table["item"].to_numpy()
+    who = table["annotator"].astype(str).to_numpy()
+    if is_labels(entry, table):
+        vals = [_plain(v) for v in table["value"]]
+        model: LabelModel | DistanceModel = fit_label_model(item, who, vals, classes=_classes(entry, table["value"]))
+        entry.flags = _label_fit(model)
+    else:
+        model, _ = consensus_model(item, who, list(table["value"]), entry.distance)
+        entry.flags = _distance_fit(model)
+    for a, best, (lo, hi), theta in zip(model.annotators, model.sound_best, model.sound_ci, model.sound):
+        rec = entry.annotators.get(a)
+        if rec is not None:
+            rec.reliability = finite_or_none(best)
+            rec.reliability_ci = (finite_or_none(lo), finite_or_none(hi))
+            rec.departs = bool(theta < CAREFUL)
+    read_review(entry, table, entry.items, names)
 
 
 def _setting(settings: Mapping[str, Any] | None, key: str, default: float) -> float:
@@ -96,55 +274,43 @@ def _setting(settings: Mapping[str, Any] | None, key: str, default: float) -> fl
 
 
 def task_flag(items: Mapping[str, "ItemEntry"], controls: Mapping[str, "ControlReport"],
-              settings: Mapping[str, Any] | None = None) -> tuple[bool, dict[str, str]]:
-    """Whether ONE task is flagged, and why.
+              settings: Mapping[str, Any] | None = None) -> tuple[bool, dict[str, str], float | None]:
+    """Whether ONE task is flagged, why, and the posterior.
 
     Parameters
     ----------
     items : mapping control name -> ItemEntry
-        The task's entries (mean distance, σ, pairs, annotators) in the controls where it
-        has pairs.
+        The task's entries (as read by :func:`fit_review` or :func:`read_review`).
     controls : mapping control name -> ControlReport
-        The report's controls: only their project-level numbers are read (status,
-        ``flags``, ``histogram``, ``flag_below``, annotator names), never their other tasks.
+        The report's controls (their status and legacy ``flag_below`` only).
     settings : mapping, optional
-        The report's settings (``flag_level``, ``flag_posterior``; defaults 0.01 and 0.5).
+        The report's settings (``flag_posterior``, default ½).
 
     Returns
     -------
-    (flag, reasons)
-        ``reasons`` maps each control that flags the task to a one-line explanation.
+    (flag, reasons, posterior)
+        ``reasons`` maps each control that flags the task to its one-line reason;
+        ``posterior`` = 1 − Π (1 − p_c) over the measured controls read by a model.
     """
-    level = _setting(settings, "flag_level", DEFAULT_LEVEL)
-    posterior = _setting(settings, "flag_posterior", DEFAULT_POSTERIOR)
-    evidence: dict[str, ItemEvidence] = {}
+    threshold = _setting(settings, "flag_posterior", DEFAULT_POSTERIOR)
     reasons: dict[str, str] = {}
-    names: dict[str, str] = {}
-    # the task's annotators judged over every measured control of the project (project-level
-    # numbers only: reliabilities, medians, pair counts)
-    who = {a for rec in items.values() for a in rec.annotators}
-    fits = [(ctl.flags.reliability, ctl.flags.unreliable_below / UNRELIABLE_BELOW,
-             {a: e.n_pairs for a, e in ctl.annotators.items() if a in who})
-            for ctl in controls.values() if ctl.measured and ctl.flags is not None]
-    unreliable = unreliable_annotators(who, fits)
+    clean, read = 1.0, False
     for name, rec in items.items():
         ctl = controls.get(name)
         if ctl is None or not ctl.measured:
             continue
         if ctl.flag_below and rec.sigma is not None and rec.sigma < ctl.flag_below:
             reasons[name] = f"σ {rec.sigma:.2f} below flag_below {ctl.flag_below:g}"
-        if ctl.flags is None or not rec.n_pairs:
-            continue
-        comp = components(ctl.histogram)
-        if comp is not None and rec.mean_distance is not None and math.isfinite(rec.mean_distance):
-            evidence[name] = distance_evidence(distance_model(ctl.flags, comp), rec.mean_distance,
-                                               rec.n_pairs, rec.annotators, unreliable)
-        else:
-            k = agreeing_pairs(rec.sigma, rec.n_pairs)
-            if k is None:
-                continue
-            evidence[name] = item_evidence(flag_model(ctl.flags), k, rec.n_pairs, rec.annotators, unreliable)
-        names.update({a: e.name for a, e in ctl.annotators.items() if e.name and e.name != a})
-    for name, why in combine_flags(evidence, level, posterior, names).items():
-        reasons[name] = f"{reasons[name]}; {why}" if name in reasons else why
-    return bool(reasons), {c: reasons[c] for c in items if c in reasons}
+        if rec.p_flag is not None:
+            clean *= 1.0 - rec.p_flag
+            read = True
+    posterior = 1.0 - clean if read else None
+    if posterior is not None and posterior >= threshold:
+        from_controls = {n: rec for n, rec in items.items() if rec.p_flag is not None and rec.reason}
+        strong = {n: r for n, r in from_controls.items() if r.p_flag >= _REASON_FROM}
+        if not strong and from_controls:   # flagged by several small posteriors together
+            top = max(from_controls, key=lambda n: from_controls[n].p_flag)
+            strong = {top: from_controls[top]}
+        for n, rec in strong.items():
+            reasons[n] = f"{reasons[n]}; {rec.reason}" if n in reasons else str(rec.reason)
+    return bool(reasons), {c: reasons[c] for c in items if c in reasons}, posterior

@@ -25,7 +25,7 @@ from ls_agreement.metrics.result import json_text, strict_json as to_jsonable
 __all__ = [
     "REPORT_VERSION", "Interval", "Intervals", "AnnotatorIntervals", "Histogram", "Candidate",
     "Diagnostic", "KappaX", "KappaXIntervals", "CrowdTruthUnit", "SeedMeasures", "SpanF1Scores", "SpanF1Section", "CrowdTruthWorker",
-    "CrowdTruthSection", "FlagFit", "ItemEntry", "ControlAnnotator", "ControlReport", "TaskEntry",
+    "CrowdTruthSection", "LabelFit", "DistanceFit", "AnnotatorFit", "ItemEntry", "ControlAnnotator", "ControlReport", "TaskEntry",
     "ProjectAnnotator", "AnnotatorControl", "BaselineInfo", "Report", "ControlStatus",
     "ReferenceIntervals", "ReferenceAgreement", "ModelAgreement", "ErrorCounts", "ErrorTypesSection",
     "AnnotatorPair", "PairMatrix", "LabelEntry", "LabelConfusion", "ConfusionMatrix", "LabelSection",
@@ -343,24 +343,57 @@ class SeedMeasures:
 
 
 @dataclass
-class FlagFit:
-    """The answer model a control's flags read its tasks against (``metrics/flags.py``,
-    docs/formulas.md "Flags"): ``chance`` c (share of the chance pairs below d*), ``same``
-    s (two sound answers agree), each annotator's ``reliability`` q (share of sound
-    answers), ``default_reliability`` for an annotator not in the fit, and
-    ``unreliable_below`` (half the control's median reliability)."""
+class LabelFit:
+    """The annotator model of a control of labels (``metrics/annotator_model.py``,
+    docs/formulas.md "Flags"), as fitted on the project: what a task is read against, alone,
+    on the live path. Per annotator (``annotators`` order): ``sound`` θ (the share of sound
+    answers the model uses), ``accuracy`` (their own C_a's diagonal; null: C), ``departing``
+    ξ; per class (``classes`` order): ``prior`` π, ``confusion`` C; ``pairs`` ψ over the
+    class pairs (0,1), (0,2), …, (1,2), …; ``ambiguity`` ρ."""
 
-    chance: float = 0.0
-    same: float = 1.0
-    reliability: dict[str, float] = field(default_factory=dict)
-    default_reliability: float = 1.0
-    unreliable_below: float = 0.0
+    model: Literal["labels"] = "labels"
+    classes: list[Any] = field(default_factory=list)
+    prior: list[float] = field(default_factory=list)
+    confusion: list[list[float]] = field(default_factory=list)
+    annotators: list[str] = field(default_factory=list)
+    sound: list[float] = field(default_factory=list)
+    accuracy: list[float | None] = field(default_factory=list)
+    departing: list[list[float]] = field(default_factory=list)
+    ambiguity: float = 0.0
+    pairs: list[float] = field(default_factory=list)
+    n_answers: list[int] = field(default_factory=list)
+
+
+@dataclass
+class DistanceFit:
+    """The annotator model of any other control (``metrics/consensus.py``): a task's
+    consensus is its medoid under ``distance``; the densities of a sound and of a departing
+    answer's distance to it on the bins ``edges``; per annotator ``sound`` θ; ``ambiguity`` ρ."""
+
+    model: Literal["distances"] = "distances"
+    distance: str = ""
+    edges: list[float] = field(default_factory=list)
+    sound_pdf: list[float] = field(default_factory=list)
+    departs_pdf: list[float] = field(default_factory=list)
+    annotators: list[str] = field(default_factory=list)
+    sound: list[float] = field(default_factory=list)
+    ambiguity: float = 0.0
+    n_answers: list[int] = field(default_factory=list)
+
+
+#: The fitted annotator model of a control (``ControlReport.flags``).
+AnnotatorFit = Union[LabelFit, DistanceFit]
 
 
 @dataclass
 class ItemEntry:
     """One task of one control; ``flag``: this control flags the task (``plugin/report/
-    flags.py``)."""
+    flags.py``). The annotator model's reading of it: ``p_flag`` (posterior that it holds a
+    departing answer or is ambiguous), ``p_ambiguous``, the ``consensus`` answer (a label;
+    null for other kinds, whose consensus is an annotator's answer) and ``consensus_by``
+    (an annotator who gave it), its posterior ``consensus_p``, each annotator's posterior of
+    departing from it (``departs``, those over 5 %), how the departing ones depart
+    (``how``) and the one-line ``reason`` when the control flags the task."""
 
     sigma: float | None = None
     alpha: float | None = None
@@ -368,6 +401,14 @@ class ItemEntry:
     n_pairs: int = 0
     flag: bool = False
     annotators: list[str] = field(default_factory=list)
+    p_flag: float | None = None
+    p_ambiguous: float | None = None
+    consensus: Any = None
+    consensus_by: str | None = None
+    consensus_p: float | None = None
+    departs: dict[str, float] = field(default_factory=dict)
+    how: dict[str, str] = field(default_factory=dict)
+    reason: str | None = None
 
 
 @dataclass
@@ -382,6 +423,11 @@ class ControlAnnotator:
     n_items: int = 0
     pairs: dict[str, float | None] = field(default_factory=dict)   # co-annotator → mean distance
     ci: AnnotatorIntervals | None = None
+    # the annotator model's share of their answers that are sound (θ̂) and its 95 % interval;
+    # ``departs``: the model reads their excess over typical work as departures
+    reliability: float | None = None
+    reliability_ci: Interval = _NO_INTERVAL
+    departs: bool = False
 
 
 @dataclass
@@ -410,7 +456,7 @@ class ControlReport:
     expected_exact: bool = False
     p: float = 0.05
     flag_below: float = 0.0                    # legacy cut: also flag σ below this (0 = off)
-    flags: FlagFit | None = None               # null when status != ok
+    flags: AnnotatorFit | None = None          # the annotator model; null when status != ok
     ci: Intervals = field(default_factory=Intervals)
     options: list[str] = field(default_factory=list)
     n_ground_truth: int = 0
@@ -463,6 +509,7 @@ class TaskEntry:
     controls: list[str] = field(default_factory=list)
     flagged_controls: list[str] = field(default_factory=list)
     reasons: dict[str, str] = field(default_factory=dict)
+    p_flag: float | None = None                # posterior: a departing answer or an ambiguous control
 
 
 @dataclass
@@ -470,11 +517,14 @@ class AnnotatorControl:
     sigma: float | None = None
     alpha: float | None = None
     n_pairs: int = 0
+    reliability: float | None = None
 
 
 @dataclass
 class ProjectAnnotator:
-    """An annotator across controls: σ and α are pair-weighted means over measured controls."""
+    """An annotator across controls: σ and α are pair-weighted means over measured controls;
+    ``reliability`` (and the bounds of its interval) the answer-weighted mean of the
+    controls' (the annotator model's share of sound answers)."""
 
     name: str = ""
     n_items: int = 0
@@ -482,6 +532,9 @@ class ProjectAnnotator:
     sigma: float | None = None
     alpha: float | None = None
     controls: dict[str, AnnotatorControl] = field(default_factory=dict)
+    reliability: float | None = None
+    reliability_ci: Interval = _NO_INTERVAL
+    departs: bool = False
 
 
 @dataclass

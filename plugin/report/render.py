@@ -16,7 +16,6 @@ import json
 from typing import Any
 
 from .explain import advice
-from .flags import components
 from .render_charts import annotator_svg, distribution_svg
 from .render_interactive import PAGE_CSS, control_filter, page_script
 from .model import ControlReport, Diagnostic, Report, to_jsonable
@@ -78,53 +77,41 @@ def _flagged(entry: ControlReport, reasons: dict[str, str] | None = None) -> str
 
 
 def _reliability(entry: ControlReport) -> str:
-    """The annotators' reliability in this control's answer model, unreliable ones marked."""
-    fit = entry.flags
-    if fit is None or not fit.reliability:
+    """The annotators' reliability in this control's annotator model, least reliable first."""
+    rows = sorted(((a, e) for a, e in entry.annotators.items() if e.reliability is not None),
+                  key=lambda kv: kv[1].reliability)
+    if not rows:
         return ""
-    cells = []
-    for a, q in sorted(fit.reliability.items(), key=lambda kv: kv[1]):
-        name = entry.annotators[a].name if a in entry.annotators and entry.annotators[a].name else a
-        bad = q < fit.unreliable_below
-        cells.append(f"<tr><td>{html.escape(str(name))}</td><td>{q:.2f}</td><td>{'unreliable' if bad else ''}</td></tr>")
-    comp = components(entry.histogram)
-    split = (f"a chance answer lands where a sound one would with κ = {comp.kappa:.2f}, else it departs; "
-             if comp is not None else "")
+    cells = "".join(
+        f"<tr><td>{html.escape(str(e.name or a))}</td><td>{e.reliability:.2f}{_ci(e.reliability_ci)}</td>"
+        f"<td>{'departs' if e.departs else ''}</td></tr>" for a, e in rows)
+    model = "labels" if entry.flags is not None and entry.flags.model == "labels" else "distances to the consensus"
     return ("<details><summary>reliability (share of sound answers) behind the flags</summary>"
-            f"<p>chance pairs below d*: c = {fit.chance:.3f}; sound pairs below d*: s = {fit.same:.3f}; "
-            f"{split}unreliable below {fit.unreliable_below:.2f} (half the median annotator).</p>"
-            f"<table><tr><th>annotator</th><th>q</th><th></th></tr>{''.join(cells)}</table></details>")
+            f"<p>Annotator model of this control: {model}. <i>departs</i>: the model reads this "
+            "annotator's excess over typical work as departures.</p>"
+            f"<table><tr><th>annotator</th><th>reliability</th><th></th></tr>{cells}</table></details>")
 
 
 def _flag_rule(report: Report) -> str:
     """How tasks are flagged (docs/formulas.md, "Flags"), with this report's settings."""
     s = report.settings or {}
-    level, post, below = s.get("flag_level", 0.01), s.get("flag_posterior", 0.5), s.get("flag_below", 0.0)
+    post, below = s.get("flag_posterior", 0.5), s.get("flag_below", 0.0)
     legacy = (f" Also flagged: a task whose σ on a control is below {_f(below)} (<code>flag_below</code>)."
               if below else "")
     return ("<details class=rule><summary>How tasks are flagged</summary>"
-            "<p>A task's σ on a control only counts its pairs below d*; with three annotators it can "
-            "only be 0, ⅓, ⅔ or 1, so a fixed cut would flag every task where someone slipped once, "
-            "and more of them the more controls there are; and a count forgets how far apart the "
-            "answers are (careful ratings a point apart count as disagreeing). Instead each task's "
-            "<i>mean pair distance</i> is read against the control's own distances, split once "
-            "from the observed and the chance ones into how far apart two <i>sound</i> answers are "
-            "and how far a <i>departing</i> answer is from the rest; a chance answer may land where "
-            "a sound one would and then does not depart. Each annotator gives a sound answer with "
-            "their own reliability q.</p><ul>"
-            "<li><b>Answers farther apart than these annotators reach</b>: the probability of so "
-            "large a mean distance on an ordinary task with the same annotators, combined over the "
-            f"task's controls into one test, is below {_f(level)} (<code>flag_level</code>). An "
-            "ordinary task is flagged at most that often, however many controls the project has: "
-            "this catches ambiguous tasks and unusual departures.</li>"
-            "<li><b>An unreliable annotator likely departs</b>: an annotator whose reliability is "
-            "under half the median, on a control or over the project's controls together, is "
-            "unreliable; when the probability that their answer on the task departs, given its "
-            f"mean distance, is at least {_f(post)} (<code>flag_posterior</code>), the control "
-            "flags the task. The same disagreement among reliable annotators is an ordinary slip "
-            "and is not flagged, nor is an unreliable annotator who agreed with the others or whose "
-            f"random answer landed where a careful one would.</li></ul>{legacy}"
-            "<p>Each flagged task says which control flags it and why.</p></details>")
+            "<p>A model of annotators and tasks is fitted on each control: per task the most "
+            "likely answer (the <i>consensus</i>), who departs from it and how, and whether the "
+            "task itself is ambiguous; per annotator the share of their answers that are sound "
+            "(their <i>reliability</i>). Labels (choices, ratings) are read by a latent-class "
+            "model of the Dawid–Skene family: careful work has its own slips, shared by the "
+            "annotators; an annotator's excess over it (a constant label, random clicks) is "
+            "departures. Any other answer is read by its distance to the task's consensus (the "
+            "medoid), against how far careful answers go: a shifted box or a missed entity departs "
+            "even when it is nowhere near chance.</p>"
+            "<p>A task is flagged when the posterior that it holds a departing answer or is "
+            f"ambiguous reaches {_f(post)} (<code>flag_posterior</code>). Each flagged task says "
+            "who departs and how, or that careful annotators split; an annotator whose answer is "
+            f"the consensus is never named.{legacy}</p></details>")
 
 
 def _status_text(e: ControlReport) -> str:

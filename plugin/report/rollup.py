@@ -1,7 +1,10 @@
 """A project's tasks and annotators rolled up from its controls' entries.
 
-A task is flagged when any control flags it and carries its lowest σ and α over the
-controls; an annotator's project σ and α are pair-weighted means over the controls.
+A task is flagged when the posterior that it holds a departing answer or an ambiguous
+control reaches the threshold (:func:`.flags.task_flag`) and carries its lowest σ and α
+over the controls; an annotator's project σ and α are pair-weighted means over the
+controls, their reliability (and its interval's bounds) the answer-weighted mean of the
+controls' annotator models.
 """
 from __future__ import annotations
 
@@ -30,7 +33,7 @@ def project_tasks(controls: Mapping[str, ControlReport],
                 t.alpha = rec.alpha
     for item, t in out.items():
         items = per_task[item]
-        t.flag, t.reasons = task_flag(items, controls, settings)
+        t.flag, t.reasons, t.p_flag = task_flag(items, controls, settings)
         t.flagged_controls = [c for c in t.controls if c in t.reasons]
         for name, rec in items.items():
             rec.flag = name in t.reasons
@@ -43,11 +46,19 @@ def project_annotators(controls: Mapping[str, ControlReport], items: Mapping[str
     for a in sorted(items):
         rec = ProjectAnnotator(name=names.get(a, a), n_items=len(items[a]))
         sw = aw = n_s = n_a = 0.0
+        rw, lw, hw, n_r = 0.0, 0.0, 0.0, 0.0
         for cname, ctl in controls.items():
             e = ctl.annotators.get(a)
             if e is None or not ctl.measured:
                 continue
-            rec.controls[cname] = AnnotatorControl(e.sigma, e.alpha, e.n_pairs)
+            rec.controls[cname] = AnnotatorControl(e.sigma, e.alpha, e.n_pairs, e.reliability)
+            if e.reliability is not None and e.n_items:
+                lo, hi = e.reliability_ci
+                rw += e.reliability * e.n_items
+                lw += (e.reliability if lo is None else lo) * e.n_items
+                hw += (e.reliability if hi is None else hi) * e.n_items
+                n_r += e.n_items
+                rec.departs = rec.departs or e.departs
             rec.n_pairs += e.n_pairs
             if e.sigma is not None and e.n_pairs:
                 sw += e.sigma * e.n_pairs
@@ -57,5 +68,7 @@ def project_annotators(controls: Mapping[str, ControlReport], items: Mapping[str
                 n_a += e.n_pairs
         rec.sigma = sw / n_s if n_s else None
         rec.alpha = aw / n_a if n_a else None
+        if n_r:
+            rec.reliability, rec.reliability_ci = rw / n_r, (lw / n_r, hw / n_r)
         out[a] = rec
     return out

@@ -143,18 +143,18 @@ def test_controls_without_variation_are_null_with_a_reason(run):
 def test_unmeasured_controls_change_nothing_else_in_the_report(run, tmp_path):
     # the same project with and without the unmeasurable controls: flags, task σ and the
     # annotators' means must be identical (they come from `good` alone). Three equally
-    # careful annotators raise no flag at the default level (issue 13: their slips are
-    # ordinary), so the test level is loose enough for some tasks to be flagged.
+    # careful annotators raise no flag (issues 13, 22: their slips are ordinary); the
+    # tasks' flag posteriors are compared instead.
     tasks = _project(number_on=(4,))
-    settings = tmp_path / "loose.toml"
-    settings.write_text("flag_level = 0.5\n")
+    settings = tmp_path / "default.toml"
+    settings.write_text("flag_posterior = 0.5\n")
     code, with_them, err = run(tasks, _config(UNUSED, SAME, NUMBER, GOOD), "--bootstrap", "30", "--seed", "5",
                                "--settings", str(settings))
     assert code == 0, err
     code, without, err = run(tasks, _config(GOOD), "--bootstrap", "30", "--seed", "5", "--settings", str(settings))
     assert code == 0, err
     assert with_them["controls"]["n"]["status"] == "unpairable"
-    assert any(t["flag"] for t in without["tasks"].values())  # the comparison is not vacuous
+    assert any(t["p_flag"] for t in without["tasks"].values())  # the comparison is not vacuous
     assert with_them["tasks"] == without["tasks"]
     assert with_them["annotators"] == without["annotators"]
     for k in ("alpha", "ks", "sigma", "ci", "items", "annotators"):

@@ -68,10 +68,13 @@ def _enumerate(model: LabelModel, who: list[int], labels: list[int]) -> dict[str
             for o in combo:
                 if o[0] == "sound":
                     chose[o[1]] += p
-            bad = [o[0] == "dep" and y not in classes for o, y in zip(combo, labels)]
-            if kind == "ord" and not any(bad):
-                clean += p
-            departs += p * np.array(bad, dtype=float)
+            # a departing answer shows as one with probability 1 − C[z, y] / C[z, z] (against the
+            # likelier class of an ambiguous pair)
+            shows = [1 - max(model.confusion[z, y] / model.confusion[z, z] for z in classes)
+                     if o[0] == "dep" else 0.0 for o, y in zip(combo, labels)]
+            if kind == "ord":
+                clean += p * math.prod(1 - v for v in shows)
+            departs += p * np.array(shows, dtype=float)
         # the consensus takes each class of the state in proportion to the sound answers on it
         mass = sum(p_state * math.prod(o[2] for o in combo) for combo in itertools.product(*options))
         for z in classes:

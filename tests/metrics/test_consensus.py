@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pytest
 
-from ls_agreement.metrics.consensus import DistanceModel, consensus_model, medoids, read_consensus
+from ls_agreement.metrics.consensus import DistanceModel, consensus_model, medoids, read_consensus, task_pairs
 from ls_agreement.metrics.distances.registry import get_distance
 from ls_agreement.metrics.model import Box
 from ls_agreement.metrics.sound_share import CAREFUL, sound_profile
@@ -25,7 +25,7 @@ def test_medoids_match_a_plain_loop() -> None:
     values = [float(v) for v in rng.normal(0, 3, n).round(1)]
     weight = rng.uniform(0.2, 1.0, n)
     dist = get_distance("interval")
-    med = medoids(item, values, dist, weight=weight)
+    med = medoids(task_pairs(item, values, dist), weight=weight)
     for t, task in enumerate(med.items):
         rows = [r for r in range(n) if item[r] == task]
         sums = {r: sum(weight[o] * dist(values[r], values[o]) for o in rows if o != r) for r in rows}
@@ -62,7 +62,7 @@ def test_task_posteriors_match_enumeration() -> None:
         m = int(rng.integers(2, 5))
         who = list(rng.choice(names, m, replace=False))
         values = [float(v) for v in rng.uniform(0, 2.2, m).round(2)]
-        read = read_consensus(model, ["t"] * m, who, values, dist)
+        read = read_consensus(model, task_pairs(["t"] * m, values, dist), who)
         med = read.medoids
         theta = model.theta(who)
         width = model.edges[1] - model.edges[0]

@@ -3,20 +3,17 @@
 The report of a crowd project must not list its pairs or loop over its annotators more than
 once per task: the observed histogram is read off the pooled (item, value pair) cells, the
 chance pairs drawn for one coded table are shared by its candidate distances, the span
-coverage is merged for every value at once, and the flag fit evaluates its whole s-grid in
-one pass. Each is checked here against the plain computation it replaces, exactly.
+coverage is merged for every value at once. Each is checked here against the plain
+computation it replaces, exactly.
 """
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 import pytest
-from scipy import stats
 
 from ls_agreement.metrics import agreement
-from ls_agreement.metrics import flags as flags_module
 from ls_agreement.metrics.distances.registry import get_distance
-from ls_agreement.metrics.flags import fit_flag_model
 from ls_agreement.metrics.model import Span
 from ls_agreement.metrics.table import code_table, sample_between_pairs
 from ls_agreement.plugin.report.build import build_report
@@ -122,44 +119,3 @@ def test_span_coverage_merged_at_once_equals_per_value(variant: str) -> None:
     assert prep["mcounts"].tolist() == count
     if variant == "lenient_range":
         assert prep["mlabel"].tolist() == ml
-
-
-def _sound_counts_one_by_one(qs):
-    """The Poisson-binomial of each row alone, annotator by annotator (the fit's former form)."""
-    q = np.asarray(qs, dtype=float)
-    if q.ndim == 2:
-        return np.array([_sound_counts_one_by_one(row) for row in q])
-    dist = np.zeros(q.size + 1)
-    dist[0] = 1.0
-    for k, x in enumerate(q.tolist()):
-        dist[1:k + 2] = dist[1:k + 2] * (1 - x) + dist[:k + 1] * x
-        dist[0] *= 1 - x
-    return dist
-
-
-@pytest.mark.parametrize("n_annotators,n_tasks", [(300, 6), (8, 40)])
-def test_flag_fit_over_the_grid_at_once_equals_one_s_at_a_time(monkeypatch, n_annotators, n_tasks) -> None:
-    """The fit's s-grid in one pass (and the normal cdf through ndtr) gives the very same model."""
-    rng = np.random.default_rng(5)
-    ids = [str(a) for a in range(n_annotators)]
-    sig = rng.uniform(0.3, 0.95, n_annotators)
-    annotators = {a: (float(s), int(rng.integers(50, 500))) for a, s in zip(ids, sig)}
-    m = min(n_annotators, 6) if n_annotators < 50 else n_annotators
-    items = []
-    for _ in range(n_tasks):
-        who = [ids[k] for k in rng.choice(n_annotators, m, replace=False)]
-        n = m * (m - 1) // 2
-        items.append((int(rng.integers(0, n + 1)), n, who))
-    fast = fit_flag_model(annotators, 0.2, items)
-    monkeypatch.setattr(flags_module, "sound_counts", _sound_counts_one_by_one)
-    monkeypatch.setattr(flags_module, "ndtr", lambda z: stats.norm.cdf(z))
-    plain = fit_flag_model(annotators, 0.2, items)
-    assert fast == plain
-
-
-def test_ndtr_of_standardized_equals_norm_cdf() -> None:
-    """The flags' normal reading: ndtr((x − mean) / sd) is scipy's norm.cdf(x, mean, sd), bit for bit."""
-    rng = np.random.default_rng(2)
-    mean, sd = rng.uniform(0, 5e5, 1000), rng.uniform(1e-6, 800.0, 1000)
-    for x in (12345.5, 250000.5, 0.5):
-        assert np.array_equal(flags_module.ndtr((x - mean) / sd), stats.norm.cdf(x, mean, sd))
