@@ -48,6 +48,20 @@ FAMILIES = {"regions": regions, "spans": spans, "text": text, "choices": choices
             "tracks": tracks, "masks": masks, "shapes": shapes}
 _KNOWN_TYPES = set().union(*(m.TYPES for m in FAMILIES.values()))
 _EMPTY: list = []   # marker: an annotation without results for a multi-object/set control
+# Kinds whose answers repeat across tasks and annotators (a label, a ranking, a text, the
+# same spans): stored once per distinct answer. Geometry (boxes, polygons, tracks) rarely
+# repeats exactly, and hashing it would cost more than it saves.
+_REPEATING = frozenset({"scalars", "sets", "text", "rankings", "pairwise", "spans"})
+# Families whose value is a function of the annotation's own results only (no plan)
+_EAGER_FAMILIES = (choices, ranking, scalars, pairwise, text, spans)
+
+
+def _shared(same: dict, v: Any) -> Any:
+    """The first value equal to ``v`` seen on this control (``v`` itself if new or unhashable)."""
+    try:
+        return same.setdefault(v, v)
+    except TypeError:
+        return v
 
 
 @dataclass
@@ -126,6 +140,13 @@ def adapt(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool =
     dependent = {n for n, s in specs.items() if s.family in ("relations", "per_region")}
     region_sources = {n for n in specs if multi[n] and n not in dependent and specs[n].kind != "sets"}
     whole_result = {n for n in specs if getattr(fam[n], "WHOLE_RESULT", False)}
+    # a value that needs nothing but its annotation's own results is built as the annotation
+    # is read, so a large export never holds every parsed result at once (issue 24); the
+    # others wait for a control-wide plan (units of regions, a track's frames) or for regions
+    eager = {n for n in specs if fam[n] in _EAGER_FAMILIES and n not in dependent}
+    eager_same: dict[str, dict] = {n: {} for n in eager if specs[n].kind in _REPEATING}
+    eager_empty = {n: frozenset() if specs[n].kind == "sets" else () for n in eager}
+    parsed: dict[str, int] = {n: 0 for n in specs}   # results parsed into a value's parts
     relation_ctl = next((n for n, s in specs.items() if s.family == "relations"), None)
     # a Chat's messages are regions only, read when some control points at regions (chat.py)
     chats = {o.name for o in cfg.objects.values() if o.tag.lower() == "chat"} if dependent else set()
@@ -273,7 +294,15 @@ def adapt(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool =
                     # what the family's build does with them (text: joined; others: the last)
                     problems.warn(f"task {tid}, annotation {aid}: {msg}; "
                                   f"{getattr(fam[n], 'SEVERAL', 'the last one counts')}")
-                cells[n].append((tid, who, Linked(parts, region_ids, tid, aid) if n in dependent else parts))
+                if n in eager:
+                    parsed[n] += len(parts)
+                    v = fam[n].build(parts, specs[n], None)
+                    cells[n].append((tid, who, _shared(eager_same[n], v) if n in eager_same else v))
+                elif n in dependent:
+                    cells[n].append((tid, who, Linked(parts, region_ids, tid, aid)))
+                else:
+                    parsed[n] += len(parts)
+                    cells[n].append((tid, who, parts))
                 if ann.ground_truth:
                     gt[n].add((tid, who))
             if ann.prediction:
@@ -281,7 +310,7 @@ def adapt(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool =
             # no result: the empty value for multi-object/set kinds (scalar kinds: missing)
             for n in multi_applicable:
                 if n not in got:
-                    cells[n].append((tid, who, _EMPTY))
+                    cells[n].append((tid, who, eager_empty[n] if n in eager else _EMPTY))
                     if ann.ground_truth:
                         gt[n].add((tid, who))
         if chats:
@@ -295,6 +324,7 @@ def adapt(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool =
     # the controls that point at regions are built last, from the regions as built
     for n in [n for n in specs if n not in dependent] + [n for n in specs if n in dependent]:
         spec, cell = specs[n], cells[n]
+        cells[n] = []   # the parsed results go with this control's build (dependents hold their own)
         if n in dependent:
             state, ctl_warn = RegionResolver(lambda c, ps: fam[c].build(ps, specs[c], states[c])), []
         elif hasattr(fam[n], "plan_cells"):   # a plan that needs each cell's task (intervals)
@@ -306,15 +336,24 @@ def adapt(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool =
         build = fam[n].build
         empty = frozenset() if spec.kind == "sets" else ()
         vi, va, vv = [], [], []
-        for t, a, p in cell:
-            v = empty if p is _EMPTY else build(p, spec, state)
+        # equal answers kept once (issue 24: a large project repeats a few labels, rankings
+        # and texts millions of times); values are immutable, so sharing one is safe
+        same: dict | None = {} if spec.kind in _REPEATING and n not in eager else None
+        eager_same.pop(n, None)
+        built = n in eager   # cells hold values already
+        for k in range(len(cell)):
+            t, a, p = cell[k]
+            cell[k] = None   # each parsed result is dropped as its value is built: never both whole
+            v = p if built else empty if p is _EMPTY else build(p, spec, state)
             if v is not MISSING:
                 vi.append(t)
                 va.append(a)
-                vv.append(v)
+                vv.append(v if same is None else _shared(same, v))
+        same = None
         if n in dependent:
             ctl_warn = ctl_warn + state.warnings(n)
-        unread = results_of[n] - sum(len(p) for _, _, p in cell if type(p) is list)
+        unread = results_of[n] - parsed[n]
+        del cell
         if unread > 0 and n not in dependent:
             # said on the control: answers left after skipping may not vary as the export does
             ctl_warn = ctl_warn + [unread_note(unread, results_of[n])]

@@ -25,7 +25,7 @@ from .errors import AdapterError
 __all__ = ["iter_export", "CHUNK_CHARS"]
 
 #: Characters decoded per read; a task longer than this grows the buffer until it fits.
-CHUNK_CHARS = 1 << 22
+CHUNK_CHARS = 1 << 20
 _WS = re.compile(r"[ \t\n\r]*")
 # A parse error this close to the end of the buffer may be a value cut by the chunk (a
 # literal such as -Infinity is at most 9 characters, an escape 6); further back it is real.
@@ -74,9 +74,8 @@ class _Source:
         if self.eof:
             return False
         if self.pos:
-            dropped = self.buf[:self.pos]
-            n = dropped.count("\n")
-            self.col = (self.col + len(dropped)) if n == 0 else len(dropped) - dropped.rfind("\n") - 1
+            n = self.buf.count("\n", 0, self.pos)
+            self.col = (self.col + self.pos) if n == 0 else self.pos - self.buf.rfind("\n", 0, self.pos) - 1
             self.line += n
             self.buf, self.pos = self.buf[self.pos:], 0
         start = len(self.buf)

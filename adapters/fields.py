@@ -109,12 +109,30 @@ def undeclared(labels: list[str] | None, spec: Any) -> list[str]:
 
 
 def label_key(labels: list[str] | None) -> str | None:
-    """One hashable label per object: several labels are joined with "|" (sorted)."""
+    """One hashable label per object: several labels are joined with "|" (sorted); one
+    string object per distinct label (:func:`pooled`)."""
     if not labels:
         return None
     if len(labels) == 1:
-        return labels[0]
-    return "|".join(sorted(labels))
+        return pooled(labels[0])
+    return pooled("|".join(sorted(labels)))
+
+
+# A project's labels are a small vocabulary repeated on every region: each JSON string read
+# is its own object, so a million boxes would hold a million copies of "Person" (issue 24).
+# Bounded, so that arbitrary strings cannot grow it without end in a long-running service.
+_POOL: dict[str, str] = {}
+_POOL_MAX = 1 << 16
+
+
+def pooled(s: str) -> str:
+    """The pooled string equal to ``s`` (``s`` itself once the pool is full)."""
+    got = _POOL.get(s)
+    if got is not None:
+        return got
+    if len(_POOL) < _POOL_MAX:
+        _POOL[s] = s
+    return s
 
 
 def finite_or_none(v: Any) -> float | None:

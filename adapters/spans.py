@@ -17,7 +17,7 @@ from ls_agreement.metrics.tokens import char_spans_to_tokens
 
 from .config import ControlSpec
 from .errors import BadValue, SuspectValue, show
-from .fields import label_key, labels_key, labels_of, make_span, undeclared
+from .fields import label_key, labels_key, labels_of, make_span, pooled, undeclared
 
 if TYPE_CHECKING:
     from ls_agreement.metrics.model import Span
@@ -89,7 +89,7 @@ def parse(result: dict, value: dict, spec: ControlSpec, data: Any) -> "Span":
     key = "hypertextlabels" if spec.lower == "hypertextlabels" else "labels"
     labels = labels_of(value, key)
     snippet = value.get("text")
-    span = make_span(start, end, label_key(labels), snippet if type(snippet) is str else None)
+    span = make_span(start, end, label_key(labels), pooled(snippet) if type(snippet) is str else None)
     unknown = undeclared(labels, spec)
     if unknown:
         raise SuspectValue(f"value.{labels_key(value, key)}", f"label(s) {show(unknown)} not in the config",
