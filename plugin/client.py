@@ -431,6 +431,32 @@ class Connection:
                          not_found=f"task {task_id} does not exist on {self.url}")
         return as_plain_dict(task)
 
+    def list_predictions(self, project_id: int) -> list[dict[str, Any]]:
+        """Every prediction of a project (the JSON export lists prediction ids only:
+        Label Studio 1.23 data_export/serializers.py), one request."""
+        preds = self.call(f"listing the predictions of project {project_id}", "GET", self.sdk.predictions.list,
+                          project=int(project_id), not_found=f"project {project_id} does not exist on {self.url}")
+        return [as_plain_dict(p) for p in preds or []]
+
+    def create_prediction(self, task_id: int, result: list[dict[str, Any]], score: float,
+                          model_version: str) -> int:
+        """POST a prediction onto a task (the consensus answer, plugin/consensus.py); its id."""
+        pred = self.call(f"writing the consensus prediction of task {task_id}", "POST", self.sdk.predictions.create,
+                         task=int(task_id), result=result, score=float(score), model_version=model_version,
+                         not_found=f"task {task_id} does not exist on {self.url}")
+        return int(as_plain_dict(pred)["id"])
+
+    def update_prediction(self, prediction_id: int, result: list[dict[str, Any]], score: float) -> None:
+        """PATCH a prediction's result and score."""
+        self.call(f"updating prediction {prediction_id}", "PATCH", self.sdk.predictions.update,
+                  int(prediction_id), result=result, score=float(score),
+                  not_found=f"prediction {prediction_id} does not exist on {self.url}")
+
+    def delete_prediction(self, prediction_id: int) -> None:
+        """DELETE a prediction (a task that no longer has a consensus, a duplicate)."""
+        self.call(f"deleting prediction {prediction_id}", "DELETE", self.sdk.predictions.delete,
+                  int(prediction_id), not_found=f"prediction {prediction_id} does not exist on {self.url}")
+
     def set_task_overlap(self, task_id: int, *, overlap: int | None, is_labeled: bool | None,
                          meta: dict[str, Any]) -> None:
         """PATCH a task's ``overlap``, ``is_labeled`` and ``meta`` in one request.

@@ -210,6 +210,10 @@ class SyncOptions(_Table):
     # the task is no longer flagged (or routing is switched off).
     route_flagged: bool = False
     route_max_overlap: int = Field(5, ge=1)
+    # The consensus answer of each task as a Label Studio prediction of model_version
+    # "ls-agreement consensus", its posterior as the score (plugin/consensus.py); off, the
+    # predictions an earlier run wrote are removed.
+    consensus_prediction: bool = False
     # The live service (plugin/live) rescores events against a frozen project baseline and
     # makes a new one after this many events (and at every reconcile), never per event; a
     # new baseline is computed beside the event path and republishes what it moved, once.

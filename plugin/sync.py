@@ -19,6 +19,7 @@ from typing import Any, Callable, Mapping
 from .annotator_report import annotator_quality, write_reports
 from .report.model import Report, to_jsonable
 from .client import BadInput, Connection, LabelStudioError, RetryPolicy
+from .consensus import ConsensusOutcome, ours_by_task, push_consensus, without_ours
 from .push import push
 from .pushback import PushOutcome, Write, current_of, desired_for, fingerprint, needs_write
 from .routing import RoutingOutcome, route_flagged
@@ -56,6 +57,7 @@ class SyncResult:
     warnings: list[str] = field(default_factory=list)
     push: PushOutcome | None = None
     routing: RoutingOutcome | None = None
+    consensus: ConsensusOutcome | None = None
 
 
 def as_plugin_settings(settings: Any) -> PluginSettings:
@@ -182,7 +184,8 @@ def sync_project(url: str, token: str, project_id: int, settings: Any = None,
         conn.whoami()
         run_id = state.start_run(key)
         project = conn.get_project(project_id)
-        tasks = conn.export_tasks(project_id)
+        # our consensus prediction is no agreement input (should an export expand predictions)
+        tasks = [without_ours(t) for t in conn.export_tasks(project_id)]
         timings["read"] = time.perf_counter() - t0
 
         t1 = time.perf_counter()
@@ -255,6 +258,14 @@ def sync_project(url: str, token: str, project_id: int, settings: Any = None,
         routed = route_flagged(conn, project_id, report, opts, tasks=tasks)
         timings["routing"] = time.perf_counter() - t_route
 
+        # the consensus answers as predictions (opt-in); off, what an earlier run wrote goes
+        t_cons = time.perf_counter()
+        ours = ours_by_task(conn.list_predictions(project_id))
+        carrying = tasks if opts.consensus_prediction else [t for t in tasks if int(t["id"]) in ours]
+        consensus = (push_consensus(conn, report if opts.consensus_prediction else None, carrying, ours,
+                                    workers=opts.workers) if carrying else None)
+        timings["consensus"] = time.perf_counter() - t_cons
+
         t3 = time.perf_counter()
         views = None
         if opts.views:
@@ -275,7 +286,7 @@ def sync_project(url: str, token: str, project_id: int, settings: Any = None,
             skipped=len(tasks) - len(writes), written=pushed.written,
             merged_fresh=pushed.merged_fresh, vanished=pushed.vanished, views=views,
             run_id=run_id, state_path=state_file, timings=timings, calls=dict(conn.calls),
-            warnings=list(report.warnings), push=pushed, routing=routed)
+            warnings=list(report.warnings), push=pushed, routing=routed, consensus=consensus)
     except BaseException as exc:
         if run_id is not None:
             state.finish_run(run_id, "failed", message=f"{type(exc).__name__}: {exc}"[:500])

@@ -15,6 +15,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
+from ..consensus import is_ours
 from ..pushback import fingerprint
 
 __all__ = ["MirrorTask", "ProjectMirror", "MirrorDiff", "normalize_annotation"]
@@ -65,10 +66,11 @@ class MirrorTask:
         return cls(int(task["id"]), dict(data) if isinstance(data, Mapping) else {}, anns, preds)
 
     def as_task(self) -> dict[str, Any]:
-        """The task in export shape (annotations in id order), what ``adapt`` reads."""
+        """The task in export shape (annotations in id order), what ``adapt`` reads: our
+        own consensus prediction is left out (it never takes part in agreement)."""
         return {"id": self.id, "data": self.data,
                 "annotations": [self.annotations[k] for k in sorted(self.annotations)],
-                "predictions": list(self.predictions)}
+                "predictions": [p for p in self.predictions if not is_ours(p)]}
 
     def fingerprint(self, include_predictions: bool = False) -> str:
         return fingerprint(self.as_task(), include_predictions)

@@ -33,6 +33,7 @@ from typing import Any, Callable, Mapping, TextIO
 from ..annotator_report import annotator_quality, write_reports
 from ..client import BadInput, Connection, LabelStudioError
 from ..job_backend import StoredEvent
+from ..consensus import ours_by_task, push_consensus
 from ..push import push
 from ..pushback import Desired, PushOutcome, Write, current_of, desired_for, needs_write
 from ..report.model import Report
@@ -115,6 +116,8 @@ class LiveProject:
         # a full read while a baseline is in flight: the reason of the baseline to make after it
         self._after: str | None = None
         self._files_at = 0.0
+        # our consensus predictions by task (listed at the first push, then kept here)
+        self._ours: dict[int, list[dict[str, Any]]] | None = None
 
     # -- the three ways a job goes ------------------------------------------------------------
     def run(self, events: list[StoredEvent]) -> LiveOutcome:
@@ -143,6 +146,7 @@ class LiveProject:
         pushed = self._push(self._plan(touched))
         out.written = pushed.written
         self._route(touched)
+        self._consensus(touched)
         out.timings = {"score": t1 - t0, "push": time.perf_counter() - t1}
         if self._next is not None and self._next.done():
             return self._swap(out)
@@ -264,6 +268,8 @@ class LiveProject:
             apply_scores(self.base.report, score_tasks(self.base, self.mirror, live), moved - live)
             out = LiveOutcome("full", n_events=n_events, touched=sorted(moved), lost=lost)
             out.written = self._push(self._plan(moved)).written
+            self._ours = None                      # what a full read finds on the server
+            self._consensus(moved)
             out.timings = {"read": t1 - t0, "push": time.perf_counter() - t1}
             if self._after is not None and self._next is not None and self._next.done():
                 return self._swap(out)    # the kept one's wake-up may have been in this very job
@@ -279,6 +285,8 @@ class LiveProject:
                          controls=list(self.base.report.controls))
         # the read has every task's meta: routing records are found without a request
         route_flagged(self.conn, self.project_id, self.base.report, self.settings, tasks=tasks)
+        self._ours = None                          # what a full read finds on the server
+        self._consensus(set(self.mirror.tasks))
         self._files(force=True)
         out.timings = {"read": t1 - t0, "baseline": t2 - t1, "push": time.perf_counter() - t2}
         return out
@@ -341,6 +349,7 @@ class LiveProject:
         res.republished = sorted(set(pushed.written) - set(res.touched))
         res.written = sorted(set(res.written) | set(pushed.written))
         self._route(set(pushed.written) | touched)
+        self._consensus(set(self.mirror.tasks))   # a new baseline's models may move any consensus
         res.timings = {**res.timings, "swap": t1 - t0, "republish": time.perf_counter() - t1}
         self._files(force=True)
         return res
@@ -391,6 +400,26 @@ class LiveProject:
         also undoes what routing raised once it is switched off)."""
         if self.settings.sync.route_flagged and task_ids and self.base is not None:
             route_flagged(self.conn, self.project_id, self.base.report, self.settings, task_ids=task_ids)
+
+    def _consensus(self, task_ids: set[int]) -> None:
+        """The consensus predictions of tasks whose consensus may have moved (opt-in; off,
+        ours are removed where a task still carries one). Written only where they differ
+        from what the task carries (listed once, then kept up to date here)."""
+        if self.base is None or self.mirror is None or not task_ids:
+            return
+        on = self.settings.sync.consensus_prediction
+        if self._ours is None:
+            self._ours = ours_by_task(self.conn.list_predictions(self.project_id))
+        ids = {t for t in task_ids if t in self.mirror.tasks and (on or t in self._ours)}
+        if not ids:
+            return
+        done = push_consensus(self.conn, self.base.report if on else None,
+                              [self.mirror.tasks[t].as_task() for t in sorted(ids)], self._ours,
+                              workers=self.settings.sync.workers)
+        for t in ids:
+            self._ours.pop(t, None)
+            if t in done.now:
+                self._ours[t] = [done.now[t]]
 
     def _push(self, writes: list[Write]) -> PushOutcome:
         done: list[Write] = []
