@@ -31,7 +31,8 @@ from rq.job import Job as RQJob
 from ..errors import BadInput, QueueUnavailable
 from ..job_backend import DONE, FAILED, PENDING, RUNNING, Job, StoredEvent
 
-__all__ = ["RedisQueue", "RQ_QUEUE", "RUN_JOB", "OurJob", "on_failure", "redact_url", "rq_id"]
+__all__ = ["RedisQueue", "RQ_QUEUE", "RUN_JOB", "OurJob", "JobFailed", "on_failure", "redact_url",
+           "rq_id"]
 
 #: The RQ queue the workers listen on, and the one function its jobs run.
 RQ_QUEUE = "ls-agreement"
@@ -91,6 +92,11 @@ def redact_url(url: str) -> str:
 def rq_id(job_id: int) -> str:
     """The deterministic RQ id of our job ``job_id``."""
     return f"lsa-{int(job_id)}"
+
+
+class JobFailed(RuntimeError):
+    """Raised to RQ by ``run_job`` after our record says the job failed: RQ retries it
+    when the record says ``pending``, and fails it when it says ``failed``."""
 
 
 class RefusedJob(RuntimeError):
@@ -492,14 +498,14 @@ class RedisQueue:
 
 def on_failure(rq_job: RQJob, connection: Any, exc_type: type[BaseException] | None,
                exc: BaseException | None, tb: Any) -> None:
-    """RQ's failure callback. A failure our worker raised is recorded already
-    (:meth:`RedisQueue.finish`); a job RQ found abandoned (its worker was killed, its
-    heartbeat ran out) is recorded here: back to pending for RQ's retry, or failed when no
-    attempt is left or a newer pending job of the project reads it anyway (RQ is then told
-    not to retry it)."""
+    """RQ's failure callback. A failure our executor recorded (:class:`JobFailed`) is done
+    with; a job RQ found abandoned (its worker was killed, its heartbeat ran out), or one
+    that raised past the executor, is recorded here: back to pending for RQ's retry, or
+    failed when no attempt is left or a newer pending job of the project reads it anyway
+    (RQ is then told not to retry it)."""
     from rq.exceptions import AbandonedJobError
 
-    if not isinstance(exc, AbandonedJobError) or not rq_job.id.startswith("lsa-"):
+    if isinstance(exc, JobFailed) or not rq_job.id.startswith("lsa-"):
         return
     key = f"{P}job:{int(rq_job.id[4:])}"
     h = connection.hgetall(key)
@@ -507,13 +513,18 @@ def on_failure(rq_job: RQJob, connection: Any, exc_type: type[BaseException] | N
         return
     newer = connection.get(f"{P}pending:{_job(h).project_id}")
     now = time.time()
+    abandoned = isinstance(exc, AbandonedJobError)
+    why = "interrupted: its worker stopped beating" if abandoned else f"{type(exc).__name__}: {exc}"[:2000]
     if rq_job.retries_left and newer is None:
-        connection.hset(key, mapping={
-            "status": PENDING, "not_before": repr(now + rq_job.get_retry_interval()),
-            "finished_at": repr(now), "error": "interrupted: its worker stopped beating"})
+        if abandoned:
+            # a dead worker is no failure of Label Studio: RQ's retry runs it again now, on
+            # the project's slot it holds (the backoff stays stored for real failures: RQ
+            # saves a job's fields and keeps those it no longer has in memory)
+            rq_job.retry_intervals = None
+        connection.hset(key, mapping={"status": PENDING, "error": why, "finished_at": repr(now),
+                                      "not_before": repr(now + rq_job.get_retry_interval())})
         return
-    why = (f"interrupted; covered by job {int(newer)}" if newer is not None
-           else "interrupted; no attempts left")
+    why += f"; covered by job {int(newer)}" if newer is not None else "; no attempts left"
     connection.hset(key, mapping={"status": FAILED, "finished_at": repr(now), "error": why})
     connection.expire(key, JOB_TTL)
     rq_job.retries_left = 0

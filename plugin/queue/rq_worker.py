@@ -20,14 +20,9 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from ..job_backend import DONE
-from .redis_queue import OurJob, RedisQueue, redact_url
+from .redis_queue import JobFailed, OurJob, RedisQueue, redact_url
 
-__all__ = ["run_job", "WorkerProcess", "Upkeep", "serve_forever", "JobFailed"]
-
-
-class JobFailed(RuntimeError):
-    """Raised to RQ after our record says the job failed: RQ retries it when attempts are
-    left (the record then says ``pending``), else fails it."""
+__all__ = ["run_job", "WorkerProcess", "Upkeep", "serve_forever"]
 
 
 @dataclass

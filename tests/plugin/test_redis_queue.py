@@ -147,9 +147,9 @@ def test_a_killed_workers_job_goes_to_another_after_its_lease(redis_server: Loca
     assert upkeep()
     got = q.get(job.id)
     assert got.status == PENDING and "interrupted" in (got.error or ""), got
-    assert _rq_status(q, job) == JobStatus.SCHEDULED, "RQ's retry, after the backoff"
-    time.sleep(max(0.0, got.not_before - time.time() + 0.1))
-    upkeep()
+    assert _rq_status(q, job) == JobStatus.QUEUED, "RQ's retry, at once: no failure to back off from"
+    stored = RQJob.fetch(rq_id(job.id), connection=q.r, serializer=q.rq.serializer)
+    assert stored.retries_left == 1 and stored.retry_intervals == [1, 2], "the backoff stays for failures"
     runs = Runs(q)
     work(q, runs)
     again = q.get(job.id)
@@ -210,6 +210,25 @@ def test_permanent_and_covered_failures_are_not_retried(redis_server: LocalRedis
     assert _rq_status(q, first) == JobStatus.FAILED
     assert [r[0] for r in runs.runs] == [first.id, newer[0].id]
     assert q.get(newer[0].id).status == DONE
+
+
+def test_an_error_past_the_executor_is_recorded_not_left_running(redis_server: LocalRedis) -> None:
+    q = _queue(redis_server, max_attempts=2, backoff=1.0)
+    job = q.enqueue(14, "e", action="ANNOTATION_UPDATED", payload=b"{}")
+
+    class Broken(Runs):
+        def execute(self, job: Job) -> Job:
+            raise OSError("disk full")
+
+    work(q, Broken(q))
+    out = q.get(job.id)
+    assert out.status == PENDING and out.error == "OSError: disk full", out
+    time.sleep(max(0.0, out.not_before - time.time() + 0.1))
+    rq_worker.Upkeep(q)()
+    work(q, Broken(q))
+    out = q.get(job.id)
+    assert out.status == FAILED and out.attempts == 2 and "no attempts left" in (out.error or "")
+    assert _rq_status(q, job) == JobStatus.FAILED
 
 
 def test_rq_jobs_are_json_and_run_only_our_function(redis_server: LocalRedis, tmp_path: Path) -> None:
