@@ -12,9 +12,9 @@ Jobs survive a restart: :meth:`JobQueue.recover` puts the jobs a crashed run lef
 attempts are retried with exponential backoff a bounded number of times.
 
 The queue is used only through :class:`~.job_backend.JobBackend` (``enqueue``, ``claim``, ``finish``);
-past one machine the same three calls would be backed by Redis + RQ (the queue Label
-Studio itself uses) — docs/design.md, "State and scale". One SQLite file serves one worker
-process (threads inside it are fine; ``claim`` never hands out two jobs of one project).
+past one machine the same interface is backed by Redis + RQ (plugin/queue/, docs/design.md
+"Job queue"). One SQLite file serves one worker process (threads inside it are fine;
+``claim`` never hands out two jobs of one project).
 """
 from __future__ import annotations
 
