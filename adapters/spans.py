@@ -22,7 +22,8 @@ from .fields import label_key, labels_key, labels_of, make_span, pooled, undecla
 if TYPE_CHECKING:
     from ls_agreement.metrics.model import Span
 
-__all__ = ["TYPES", "MULTI", "parse", "build", "object_text", "token_table", "span_units_table", "SPAN_TOKENIZER"]
+__all__ = ["TYPES", "MULTI", "parse", "build", "object_text", "token_table", "release_tokens", "span_units_table",
+           "SPAN_TOKENIZER"]
 
 # Span distances and span F1 count tokens (docs/formulas.md §4, §7); nltk's Treebank rules need no
 # data files.
@@ -115,6 +116,9 @@ def token_table(control: Any, tokenizer: str = SPAN_TOKENIZER) -> tuple[pd.DataF
     n_tokens : dict item -> number of tokens of its text
     warnings : list of str
     """
+    memo = getattr(control, "_token_table", None)
+    if memo is not None and memo[0] == tokenizer and memo[2] is control.table:
+        return memo[1]   # the report reads it twice (span distances, then span F1): tokenized once
     rows, n_tokens, warnings = [], {}, []
     for item, grp in control.table.groupby("item", sort=False):
         text = control.texts.get(item)
@@ -135,7 +139,16 @@ def token_table(control: Any, tokenizer: str = SPAN_TOKENIZER) -> tuple[pd.DataF
                 n, tok = char_spans_to_tokens(text, spans, tokenizer)
             n_tokens[item] = n
             rows.append((item, ann, tok))
-    return pd.DataFrame(rows, columns=["item", "annotator", "value"]), n_tokens, warnings
+    out = pd.DataFrame(rows, columns=["item", "annotator", "value"]), n_tokens, warnings
+    if hasattr(control, "__dict__"):
+        control._token_table = (tokenizer, out, control.table)   # until release_tokens(control)
+    return out
+
+
+def release_tokens(control: Any) -> None:
+    """Drop the token table :func:`token_table` keeps on a control (once its last reader is done)."""
+    if hasattr(control, "__dict__"):
+        control.__dict__.pop("_token_table", None)
 
 
 def span_units_table(control: Any) -> tuple[pd.DataFrame, str, list[str]]:

@@ -26,7 +26,7 @@ import pandas as pd
 from ls_agreement.adapters.adapt import adapt
 from ls_agreement.adapters.control import ControlData, fitting_distances, unread_warning
 from ls_agreement.adapters.errors import AdapterError
-from ls_agreement.adapters.spans import span_units_table
+from ls_agreement.adapters.spans import release_tokens, span_units_table
 from ls_agreement.metrics.distances.registry import get_distance
 from ls_agreement.metrics.engine import HISTOGRAM_BINS
 from ls_agreement.metrics.result import finite_or_none
@@ -336,6 +336,7 @@ def build_report(config_xml: str, tasks: list[dict], settings: ReportSettings | 
         with collect_warnings(caught, "computing"):
             entry = control_report(ctl, settings)
             _seed_measures(ctl, settings, entry)
+            release_tokens(ctl)   # span distances and span F1 read one token table
         entry.warnings.extend(caught)
         if keep is not None:
             entry.items = {k: v for k, v in entry.items.items() if k in keep}
