@@ -36,12 +36,15 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any, Hashable, Sequence
+from typing import Any, Hashable, Literal, Sequence
 
 import numpy as np
 import pandas as pd
 
 from .sound_share import CAREFUL, DEPARTS_AT, sound_profile
+
+#: How a careful answer's slips spread over the other classes (C's off-diagonal).
+Slips = Literal["patterned", "even"]
 
 __all__ = ["LabelModel", "LabelReading", "fit_label_model", "read_labels", "own_confusions", "SOUND_PRIOR", "CAREFUL",
            "DEPARTS_AT"]
@@ -289,6 +292,7 @@ class _Problem:
     freq: np.ndarray          # (K,) label frequencies, smoothed
     n_answers: np.ndarray     # (A,)
     ambiguity: bool
+    slips: Slips = "patterned"
 
     @property
     def n_states(self) -> int:
@@ -309,10 +313,14 @@ def _row_sums(pb: _Problem, post: np.ndarray) -> np.ndarray:
     return np.bincount(code, weights=post[pb.c.task].ravel(), minlength=pb.n_ann * pb.k * s).reshape(-1, s)
 
 
-def _confusion(to_class: np.ndarray) -> np.ndarray:
-    """C from expected sound counts (K, K: true class × label) and its Dirichlet prior."""
+def _confusion(to_class: np.ndarray, slips: Slips = "patterned") -> np.ndarray:
+    """C from expected sound counts (K, K: true class × label) and its Dirichlet prior;
+    ``slips="even"``: each row's slips spread evenly over the other classes."""
     k = to_class.shape[0]
     conf = to_class + _CONFUSION_OFF + np.eye(k) * (_CONFUSION_DIAG - _CONFUSION_OFF)
+    if slips == "even" and k > 1:
+        off = (conf.sum(axis=1) - conf.diagonal()) / (k - 1)
+        conf = np.where(np.eye(k, dtype=bool), conf, off[:, None])
     return conf / conf.sum(axis=1, keepdims=True)
 
 
@@ -367,7 +375,7 @@ def _start(pb: _Problem, rho: float, careful: np.ndarray) -> _Params:
     theta = np.where(careful | (n_with == 0), CAREFUL, theta)
     weight = post[c.task] * theta[c.annotator, None]                    # (N, K)
     to_class = np.stack([np.bincount(c.label, weights=weight[:, z], minlength=k) for z in range(k)])
-    conf = _confusion(to_class)
+    conf = _confusion(to_class, pb.slips)
     return _Params(prior=post.mean(axis=0), conf=conf, own=np.tile(conf, (pb.n_ann, 1, 1)), theta=theta,
                    xi=np.tile(pb.freq, (pb.n_ann, 1)), rho=rho, psi=np.full(pb.pa.size, 1.0 / max(pb.pa.size, 1)))
 
@@ -396,7 +404,7 @@ def _m_step(p: _Params, pb: _Problem, tab: _Tables, post: np.ndarray, careful: n
         to_row[:, pa[q]] += amb[:, q] * first[:, q]
         to_row[:, pb_[q]] += amb[:, q] * (1.0 - first[:, q])
     counts = to_row.reshape(n_ann, k, k).transpose(0, 2, 1)              # (A, z, y)
-    conf = _confusion(counts.sum(axis=0))
+    conf = _confusion(counts.sum(axis=0), pb.slips)
     own = own_confusions(np.where(careful, _own_accuracy(counts, conf), np.nan), conf)
     a_s, b_s = SOUND_PRIOR
     s_count = share.reshape(n_ann, k).sum(axis=1)
@@ -497,6 +505,17 @@ def fit_label_model(item: Sequence[Hashable], annotator: Sequence[Any], label: S
     careful = np.ones(n_ann, dtype=bool)
     plain = dataclasses.replace(problem, ambiguity=False)
     p, logp, n_iter = _em(_start(plain, 0.0, careful), plain, max_iter, tol, careful)
+    # Slips spread as the data say, or evenly (one accuracy per class, as the one-coin
+    # models): the fewer numbers unless the pattern pays for its K(K − 2) more by BIC.
+    # Careful annotators' confusions of nominal classes are mostly even, and a pattern
+    # read off a few hundred answers then tips near-ties by noise; ratings' slips to the
+    # neighbouring grades pay for themselves many times over.
+    even = dataclasses.replace(plain, slips="even")
+    fit = _em(_start(even, 0.0, careful), even, max_iter, tol, careful)
+    n_iter += fit[2]
+    if fit[1] >= logp - 0.5 * k * (k - 2) * math.log(max(len(labels), 2)):
+        p, logp = fit[0], fit[1]
+        plain, problem = even, dataclasses.replace(problem, slips="even")
     if problem.ambiguity:
         # ambiguous tasks only where they clearly explain the splits better than slips do
         # (careful annotators' slips can split a few tasks alike by chance)
