@@ -31,8 +31,8 @@ def annotator_quality(report: Report) -> dict[str, Any]:
     -------
     dict
         ``{annotator: {"name", "overall": <report.annotators[a]>, "controls":
-        {control: {"sigma", "alpha", "mean_distance", "n_pairs", "n_items", "ci",
-        "co_annotators", "crowdtruth_wqs"}}}}``.
+        {control: {"reliability", "reliability_ci", "departs", "sigma", "alpha",
+        "mean_distance", "n_pairs", "n_items", "ci", "co_annotators", "crowdtruth_wqs"}}}}``.
     """
     out: dict[str, Any] = {}
     for cname, ctrl in report.controls.items():
@@ -40,6 +40,7 @@ def annotator_quality(report: Report) -> dict[str, Any]:
             rec = out.setdefault(a, {"name": e.name, "overall": {}, "controls": {}})
             rec["name"] = rec["name"] or e.name
             rec["controls"][cname] = {
+                "reliability": e.reliability, "reliability_ci": list(e.reliability_ci), "departs": e.departs,
                 "sigma": e.sigma, "alpha": e.alpha, "mean_distance": e.mean_distance, "n_pairs": e.n_pairs,
                 "n_items": e.n_items, "ci": to_jsonable(e.ci), "co_annotators": dict(e.pairs),
                 "crowdtruth_wqs": ctrl.crowdtruth_wqs(a),

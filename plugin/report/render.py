@@ -26,12 +26,15 @@ from .render_pairs import (Link, pair_link, labels_html, pairs_html, project_pai
 __all__ = ["render_html", "render_csv", "annotator_rows", "TASK_COLUMNS", "ANNOTATOR_COLUMNS", "PROJECT_ROW",
            "render_pairs_csv", "render_labels_csv"]
 
-TASK_COLUMNS = ["control", "task", "sigma", "alpha", "mean_distance", "n_pairs", "flag", "annotators"]
-ANNOTATOR_COLUMNS = ["control", "annotator", "name", "sigma", "sigma_ci_low", "sigma_ci_high", "alpha",
+TASK_COLUMNS = ["control", "task", "sigma", "alpha", "mean_distance", "n_pairs", "flag", "annotators", "p_flag",
+                "consensus", "consensus_by", "consensus_p"]
+ANNOTATOR_COLUMNS = ["control", "annotator", "name", "reliability", "reliability_ci_low", "reliability_ci_high",
+                     "sigma", "sigma_ci_low", "sigma_ci_high", "alpha",
                      "alpha_ci_low", "alpha_ci_high", "mean_distance", "n_pairs", "n_items", "crowdtruth_wqs",
                      "co_annotators"] + QUALITY_COLUMNS   # ground truth, predictions, error types (issue 13)
 PROJECT_ROW = "(project)"   # the control column of an annotator's project-wide row
 _MAX_FLAGGED = 50
+_MAX_CONSENSUS = 200   # tasks in the page's consensus table (every task is in report.json)
 
 def _f(v: Any, digits: int = 3) -> str:
     if v is None:
@@ -170,8 +173,84 @@ th{background:#f6f8fa}.cards{display:flex;gap:1em}.cards div{border:1px solid #d
 padding:.5em 1em;font-size:1.2em}.ci{color:#57606a;font-size:.8em}small{color:#57606a}
 section{border-top:2px solid #d0d7de;margin-top:2em}.warn{color:#9a6700}.diag .why{color:#57606a}
 .plots img{max-width:100%;margin-right:1em}
-table.heat td.hm{min-width:2.6em;text-align:center}table.heat th.rot div{writing-mode:vertical-rl;
-transform:rotate(180deg);max-height:9em}table.heat a{color:inherit;text-decoration:none}"""
+table.heat td.hm{min-width:2.6em;text-align:center}table.heat th.rot{vertical-align:bottom}
+table.heat th.rot div{writing-mode:vertical-rl;transform:rotate(180deg);white-space:nowrap}
+table.heat a{color:inherit;text-decoration:none}
+.wide{overflow-x:auto}table.consensus td:last-child{min-width:24em}table.consensus td{vertical-align:top}"""
+
+
+def _annotators_table(report: Report) -> str:
+    """The annotators, least reliable first: the annotator model's reliability (share of
+    sound answers, 95 % interval) leads; σ and α beside it."""
+    def key(kv: tuple[str, Any]) -> tuple:
+        r = kv[1].reliability
+        return (r is None, r if r is not None else 0.0, kv[1].sigma if kv[1].sigma is not None else 0.0)
+
+    rows = "".join(
+        f"<tr><td>{_f(v.reliability, 2)}{_ci2(v.reliability_ci)}</td><td>{html.escape(a)}</td>"
+        f"<td>{html.escape(str(v.name))}</td><td>{'departs' if v.departs else ''}</td><td>{_f(v.sigma)}</td>"
+        f"<td>{_f(v.alpha)}</td><td>{v.n_items}</td><td>{v.n_pairs}</td></tr>"
+        for a, v in sorted(report.annotators.items(), key=key))
+    return ("<section id=reliability><h2>Annotator reliability</h2><p>Reliability: the share of an "
+            "annotator's answers that are sound in the annotator model (what careful work on each "
+            "control looks like; a departure is an answer beyond it — a constant label, a random "
+            "click, a shifted box, a missed entity), with its 95% interval, averaged over the "
+            "controls by their answers. <i>departs</i>: the model reads some of their answers as "
+            "departures. σ and α: agreement beyond chance, pair-weighted over the measured "
+            "controls.</p><table class=reliability><tr><th>reliability</th><th>id</th><th>name</th>"
+            f"<th>model</th><th>σ</th><th>α</th><th>tasks</th><th>pairs</th></tr>{rows}</table></section>")
+
+
+def _ci2(ci: Any) -> str:
+    if not isinstance(ci, (list, tuple)) or len(ci) != 2 or ci[0] is None or ci[1] is None:
+        return ""
+    return f" <span class=ci>[{ci[0]:.2f}, {ci[1]:.2f}]</span>"
+
+
+def _consensus_cell(e: ControlReport, rec: Any, names: dict[str, str]) -> str:
+    if rec is None or rec.consensus_p is None:
+        return "<td>–</td>"
+    if rec.consensus is not None:
+        what = html.escape(str(rec.consensus))
+    elif rec.consensus_by is not None:
+        what = f"{html.escape(names.get(rec.consensus_by, rec.consensus_by))}'s"
+    else:
+        what = "–"
+    return f"<td>{what} <span class=ci>({rec.consensus_p:.2f})</span></td>"
+
+
+def _consensus_table(report: Report) -> str:
+    """The consensus answers: flagged tasks first (most likely first), then the least
+    certain consensus; per control the answer and its posterior, and why a task is flagged."""
+    controls = [n for n, c in report.controls.items() if c.measured and c.flags is not None]
+    if not controls:
+        return ""
+    names = {a: (v.name or a) for a, v in report.annotators.items()}
+
+    def certainty(tid: str) -> float:
+        ps = [report.controls[c].items[tid].consensus_p for c in controls
+              if tid in report.controls[c].items and report.controls[c].items[tid].consensus_p is not None]
+        return min(ps) if ps else 1.0
+
+    order = sorted(report.tasks, key=lambda t: (not report.tasks[t].flag, -(report.tasks[t].p_flag or 0.0),
+                                                certainty(t), t))
+    shown = order[:_MAX_CONSENSUS]
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in controls)
+    body = "".join(
+        f"<tr><td>{html.escape(t)}</td><td>{_f(report.tasks[t].p_flag, 2)}</td>"
+        + "".join(_consensus_cell(report.controls[c], report.controls[c].items.get(t), names) for c in controls)
+        + f"<td>{html.escape('; '.join(f'{c}: {w}' for c, w in report.tasks[t].reasons.items()))}</td></tr>"
+        for t in shown)
+    more = f"<p>… and {len(order) - len(shown)} more tasks (all in report.json).</p>" if len(order) > len(shown) else ""
+    return ("<section id=consensus><h2>Consensus answers</h2><p>Each task's most likely answer per "
+            "control, with its posterior: for labels the label, for any other answer the one of the "
+            "annotator closest to all the others (the medoid: <i>name's</i>). Flagged tasks first: the posterior that "
+            "the task holds a departing answer or is ambiguous, and who departs and how (an "
+            "annotator whose answer is the consensus is never named). With "
+            "<code>[sync] consensus_prediction = true</code> the consensus is a prediction in Label "
+            "Studio, accepted in one click.</p>"
+            f"<div class=wide><table class=consensus><tr><th>task</th><th>flag posterior</th>{head}<th>why</th></tr>"
+            f"{body}</table></div>{more}</section>")
 
 
 def render_html(report: Report, *, pair_base: str | None = None, project_id: int | None = None) -> str:
@@ -208,19 +287,13 @@ def render_html(report: Report, *, pair_base: str | None = None, project_id: int
                     "the annotators' means: " + "; ".join(
                         f"<a href='#c-{html.escape(n)}'>{html.escape(n)}</a> "
                         f"({html.escape(_status_text(e))})" for n, e in unmeasured) + ".</p>")
-    anns = "".join(
-        f"<tr><td>{html.escape(a)}</td><td>{html.escape(str(v.name))}</td><td>{_f(v.sigma)}</td>"
-        f"<td>{_f(v.alpha)}</td><td>{v.n_items}</td><td>{v.n_pairs}</td></tr>"
-        for a, v in sorted(report.annotators.items(), key=lambda kv: (kv[1].sigma is None, kv[1].sigma or 0.0)))
     warn = "".join(f"<li>{html.escape(w)}</li>" for w in report.warnings[:300])
     body = (f"<h1>Annotation quality</h1>{control_filter(controls)}<p>{report.n_tasks} tasks · {report.n_flagged} flagged "
-            "(in at least one control; a task's σ is its minimum over controls)</p>"
-            f"{_flag_rule(report)}"
-            "<table><tr><th>control</th><th>tag</th><th>distance</th><th>α</th><th>KS</th><th>σ</th>"
+            "(the posterior that a task holds a departing answer or is ambiguous reaches "
+            f"{_f((report.settings or {}).get('flag_posterior', 0.5), 2)})</p>"
+            f"{_annotators_table(report)}{_consensus_table(report)}{_flag_rule(report)}"
+            "<h3>Controls</h3><table><tr><th>control</th><th>tag</th><th>distance</th><th>α</th><th>KS</th><th>σ</th>"
             f"<th>tasks</th><th>flagged</th></tr>{summary}</table>{left_out}"
-            "<h3>Annotators</h3><p>σ and α: pair-weighted means over the measured controls.</p>"
-            "<table><tr><th>id</th>"
-            f"<th>name</th><th>σ</th><th>α</th><th>tasks</th><th>pairs</th></tr>{anns}</table>"
             + members_table(report) + project_pairs_html(report, link)
             + "".join(_control_section(n, e, report, link) for n, e in controls.items())
             + (f"<section><h2>Warnings</h2><ul class=warn>{warn}</ul></section>" if warn else ""))
@@ -245,13 +318,17 @@ def annotator_rows(report: Report) -> list[dict[str, Any]]:
         for a, v in e.annotators.items():
             s_ci = v.ci.sigma if v.ci is not None else (None, None)
             a_ci = v.ci.alpha if v.ci is not None else (None, None)
-            rows.append({"control": name, "annotator": a, "name": v.name or a, "sigma": v.sigma,
+            rows.append({"control": name, "annotator": a, "name": v.name or a, "reliability": v.reliability,
+                         "reliability_ci_low": v.reliability_ci[0], "reliability_ci_high": v.reliability_ci[1],
+                         "sigma": v.sigma,
                          "sigma_ci_low": s_ci[0], "sigma_ci_high": s_ci[1], "alpha": v.alpha,
                          "alpha_ci_low": a_ci[0], "alpha_ci_high": a_ci[1], "mean_distance": v.mean_distance,
                          "n_pairs": v.n_pairs, "n_items": v.n_items, "crowdtruth_wqs": e.crowdtruth_wqs(a),
                          "co_annotators": json.dumps(v.pairs, sort_keys=True), **quality_cells(e, a)})
     for a, p in report.annotators.items():
-        rows.append({"control": PROJECT_ROW, "annotator": a, "name": p.name or a, "sigma": p.sigma,
+        rows.append({"control": PROJECT_ROW, "annotator": a, "name": p.name or a, "reliability": p.reliability,
+                     "reliability_ci_low": p.reliability_ci[0], "reliability_ci_high": p.reliability_ci[1],
+                     "sigma": p.sigma,
                      "sigma_ci_low": None, "sigma_ci_high": None, "alpha": p.alpha, "alpha_ci_low": None,
                      "alpha_ci_high": None, "mean_distance": None, "n_pairs": p.n_pairs, "n_items": p.n_items,
                      "crowdtruth_wqs": None, "co_annotators": "{}", **dict.fromkeys(QUALITY_COLUMNS)})
@@ -272,7 +349,9 @@ def render_csv(report: Report) -> tuple[str, str]:
     for name, e in report.controls.items():
         for task, v in e.items.items():
             tw.writerow([name, task, _cell(v.sigma), _cell(v.alpha), _cell(v.mean_distance), v.n_pairs,
-                         _cell(bool(v.flag)), ";".join(v.annotators)])
+                         _cell(bool(v.flag)), ";".join(v.annotators), _cell(v.p_flag),
+                         _cell(v.consensus if isinstance(v.consensus, (str, int, float)) else None),
+                         _cell(v.consensus_by), _cell(v.consensus_p)])
     aw = csv.DictWriter(a_buf, fieldnames=ANNOTATOR_COLUMNS, lineterminator="\n")
     aw.writeheader()
     for row in annotator_rows(report):

@@ -66,7 +66,10 @@ def _heatmap(pm: PairMatrix, names: dict[str, str], link: Link | None, interval:
     shown = sorted(count, key=lambda a: (-count[a], a))[:MAX_HEATMAP_ANNOTATORS]
     shown.sort(key=lambda a: str(names.get(a, a)))
     label = {a: html.escape(str(names.get(a, a))[:20]) for a in shown}
-    head = "".join(f"<th class=rot><div>{label[a]}</div></th>" for a in shown)
+    # a rotated header takes the height its name needs (a fixed cap let long names spill
+    # upwards over the paragraph above the table); the full name is its tooltip
+    head = "".join(f"<th class=rot title='{html.escape(str(names.get(a, a)))}'><div>{label[a]}</div></th>"
+                   for a in shown)
     rows = []
     for a in shown:
         cells = []

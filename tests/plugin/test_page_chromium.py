@@ -28,6 +28,7 @@ from ls_agreement.plugin.report.build import build_report
 from ls_agreement.plugin.report.render import render_html
 from ls_agreement.plugin.report.render_charts import nice_ticks
 from ls_agreement.plugin.settings import ReportSettings
+from ls_agreement.plugin.sync import name_annotators
 
 from .browser import ARTIFACTS_ENV, CHROMIUM_ENV, DevTools, Page, find_chromium
 
@@ -58,6 +59,7 @@ def page_file(artifacts: Path) -> Path:
         for j, ann in enumerate(task["annotations"]):
             ann["id"] = 100 * i + j
     report = build_report(demo_data.DEMO_CONFIG, project.tasks, ReportSettings(bootstrap=50))
+    name_annotators(report, {str(uid): email for email, uid in ids.items()})   # as a sync names them
     path = artifacts / "quality.html"
     path.write_text(render_html(report, pair_base="", project_id=1), encoding="utf-8")
     return path
@@ -136,18 +138,17 @@ def _numbers(values: list[str]) -> list[float | None]:
 
 
 def test_click_on_a_header_sorts_numbers_numerically_empty_last(page: Page, artifacts: Path) -> None:
-    # the Annotators table: rows come sorted by σ; sort them by tasks, then reverse
-    table = ("[...document.querySelectorAll('table')].find(t => t.rows[0].cells[0].textContent.trim() "
-             "=== 'id' && t.rows[0].cells.length === 6)")
+    # the annotators table: rows come sorted by reliability; sort them by tasks, then reverse
+    table = "document.querySelector('table.reliability')"
     header = ("[...%s.rows[0].cells].find(c => c.textContent.trim() === '%s')")
-    before = _column(page, table, 0)
+    before = _column(page, table, 1)
     page.click(header % (table, "tasks"))
-    asc = _numbers(_column(page, table, 4))
+    asc = _numbers(_column(page, table, 6))
     assert page.js(f"{header % (table, 'tasks')}.getAttribute('aria-sort')") == "ascending"
-    assert asc == sorted(asc) and _column(page, table, 0) != before     # the order changed
+    assert asc == sorted(asc) and _column(page, table, 1) != before     # the order changed
     page.screenshot(artifacts / "sorted-annotators.png", full=False)
     page.click(header % (table, "tasks"))
-    assert _numbers(_column(page, table, 4)) == sorted(asc, reverse=True)
+    assert _numbers(_column(page, table, 6)) == sorted(asc, reverse=True)
     # a column with empty cells ("–"): numbers in order, the empty ones last, both ways
     found = page.js("""(() => { for (const [ti, t] of [...document.querySelectorAll('table.sortable')].entries()) {
         const ths = [...t.querySelectorAll('th.sortable')];
@@ -195,4 +196,61 @@ def test_control_filter_shows_one_control(page: Page, artifacts: Path) -> None:
         time.sleep(0.1)
     assert sorted(visible()) == sorted(demo_data.DEMO_CONTROLS)
     assert page.js("document.getElementById('control-filter').value") == ""
+    assert page.problems() == []
+
+
+def test_page_leads_with_reliability_and_consensus(page: Page, page_file: Path, artifacts: Path) -> None:
+    """Issue 22: the first things on the page, below the title, are the annotators'
+    reliability (least reliable first: the demo's careless annotator) and the consensus
+    answers (flagged tasks first); the controls' numbers come after."""
+    page.open(page_file.as_uri())          # as it loads: earlier tests sorted and filtered it
+    page.js("window.scrollTo(0, 0)")
+    order = page.js("""[...document.querySelectorAll('h2, h3')].map(h => [h.textContent.trim(),
+                        h.getBoundingClientRect().top + window.scrollY])""")
+    titles = [t for t, _ in order]
+    assert titles[:2] == ["Annotator reliability", "Consensus answers"], titles[:4]
+    top = dict(order)
+    assert top["Annotator reliability"] < top["Consensus answers"] < top["Controls"]
+    # both in the first screenful's reach: the reliability table starts within the viewport
+    assert page.js("document.querySelector('table.reliability').getBoundingClientRect().top") < 900
+    rows = page.js("""[...document.querySelector('table.reliability').rows].slice(1).map(r =>
+                        [...r.cells].map(c => c.textContent.trim()))""")
+    careless = next(a.email for a in demo_data.ANNOTATORS if a.careless)
+    assert rows[0][2] == careless and rows[0][3] == "departs"          # least reliable first
+    rel = _numbers([r[0] for r in rows])
+    assert rel == sorted(rel) and all(0.0 <= x <= 1.0 for x in rel)
+    # consensus answers: flagged tasks first, each with its posterior and why
+    table = "document.querySelector('table.consensus')"
+    head = page.js(f"[...{table}.rows[0].cells].map(c => c.textContent.trim())")
+    assert head[:2] == ["task", "flag posterior"] and head[-1] == "why"
+    assert set(head[2:-1]) == set(demo_data.DEMO_CONTROLS)
+    post = _numbers(_column(page, table, 1))
+    flagged = [p for p in post if p is not None and p >= 0.5]
+    assert flagged and post[:len(flagged)] == flagged                  # flagged tasks lead
+    assert all(_column(page, table, len(head) - 1)[:len(flagged)])     # each says why
+    page.screenshot(artifacts / "top.png", full=False)
+    assert page.problems() == []
+
+
+def test_heatmap_headers_stay_below_the_paragraph_above(page: Page, artifacts: Path) -> None:
+    """Issue 22: the annotator-pair heatmap's rotated headers (long names) overlapped the
+    paragraph above the table. The glyphs of every rotated header, measured in the
+    browser, now sit below the element before the table and inside their header cell."""
+    boxes = page.js("""[...document.querySelectorAll('table.heat')].map(t => {
+        const prev = t.previousElementSibling;
+        return [...t.querySelectorAll('th.rot')].map(th => {
+          const range = document.createRange(); range.selectNodeContents(th.querySelector('div'));
+          const g = range.getBoundingClientRect(), c = th.getBoundingClientRect();
+          return {glyphTop: g.top, glyphBottom: g.bottom, cellTop: c.top, cellBottom: c.bottom,
+                  prevBottom: prev ? prev.getBoundingClientRect().bottom : null, height: g.height};
+        });
+    })""")
+    assert boxes and all(boxes)
+    for table in boxes:
+        for b in table:
+            assert b["height"] > 40                                     # a long name, drawn vertically
+            assert b["prevBottom"] is None or b["glyphTop"] >= b["prevBottom"], b
+            assert b["cellTop"] - 0.5 <= b["glyphTop"] and b["glyphBottom"] <= b["cellBottom"] + 0.5, b
+    page.click("document.querySelector('table.heat')")
+    page.screenshot(artifacts / "heatmap.png", full=False)
     assert page.problems() == []
