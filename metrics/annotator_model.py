@@ -174,6 +174,8 @@ class LabelReading:
         Per answer: its task's index in ``items``.
     label : ndarray of int, shape (N,)
         Per answer: its class index.
+    log_lr_ambiguous : ndarray, shape (T,)
+        log P(answers | ambiguous) − log P(answers | ordinary), whatever ρ.
     """
 
     items: np.ndarray
@@ -185,6 +187,7 @@ class LabelReading:
     p_departs: np.ndarray
     task_of: np.ndarray
     label: np.ndarray
+    log_lr_ambiguous: np.ndarray
 
 
 # ---------------------------------------------------------------------------------------
@@ -570,6 +573,13 @@ def read_labels(model: LabelModel, item: Sequence[Hashable], annotator: Sequence
     c = _code(items_in, y_all[keep], a_codes.astype(np.int64), k)
     tab = _tables(theta, xi, own, pa, pb)
     post, _ = _posteriors(c, tab, _state_log_prior(model.prior, model.ambiguity, model.pairs))
+    # log P(answers | ambiguous) − log P(answers | ordinary), whatever ρ: the evidence the
+    # task-level reading pools over a task's controls (metrics/task_ambiguity.py)
+    joint = np.add.reduceat(tab.log[c.row], c.starts, axis=0)
+    k0 = len(model.classes)
+    pairs_prior = model.pairs if model.pairs.size and model.pairs.sum() > 0 else np.full(model.pair_a.size, 1.0)
+    log_lr = (_logsumexp(joint[:, k0:] + np.log(pairs_prior / pairs_prior.sum())) if model.pair_a.size
+              else np.full(c.starts.size, -np.inf)) - _logsumexp(joint[:, :k0] + np.log(model.prior))
     post_ord, post_amb = post[:, :k], post[:, k:]
     # the consensus: the true class of an ordinary task; on an ambiguous one, each of its two
     # classes in proportion to the sound answers that chose it (the reading most took)
@@ -609,4 +619,10 @@ def read_labels(model: LabelModel, item: Sequence[Hashable], annotator: Sequence
     task_of[keep[c.order]] = c.task
     return LabelReading(items=c.items, consensus=consensus, consensus_p=marginal[np.arange(consensus.size), consensus],
                         p_ambiguous=post_amb.sum(axis=1), p_flag=np.clip(p_flag, 0.0, 1.0), split=split,
-                        p_departs=p_departs, task_of=task_of, label=y_all)
+                        p_departs=p_departs, task_of=task_of, label=y_all, log_lr_ambiguous=log_lr)
+
+
+def _logsumexp(x: np.ndarray) -> np.ndarray:
+    """log Σ exp over the last axis, shape x.shape[:-1]."""
+    top = x.max(axis=-1)
+    return top + np.log(np.exp(x - top[..., None]).sum(axis=-1))

@@ -6,8 +6,8 @@ any kind a :class:`~.distances.base.Distance` compares — each task's consensus
 answers (a real answer, so it can be handed back as it is). Each answer's distance to it
 (the medoid's own: to its nearest neighbour) is then read by a model of those distances:
 
-* a *sound* answer lies ``f_s`` from the consensus — a histogram fitted on the control's
-  answers, what careful work looks like (jitter, a boundary a character off);
+* a *sound* answer lies ``f_s`` from the consensus — a unimodal histogram fitted on the
+  control's answers, what careful work looks like (jitter, a boundary a character off);
 * a *departing* answer lies anywhere up to the farthest distance seen (``f_d`` uniform
   there): a shifted box, a missed entity, a random click — a systematic partial error
   counts as soon as careful answers do not go that far, whether or not it is anywhere
@@ -269,6 +269,8 @@ class ConsensusReading:
         Per answer (input order): posterior that it departs (0 for the consensus itself).
     p_other_reading : ndarray, shape (N,)
         Per answer: posterior that it is a sound answer of the task's other reading.
+    log_lr_ambiguous : ndarray, shape (T,)
+        log P(answers | ambiguous) − log P(answers | ordinary), whatever ρ.
     """
 
     medoids: Medoids
@@ -277,6 +279,7 @@ class ConsensusReading:
     p_flag: np.ndarray
     p_departs: np.ndarray
     p_other_reading: np.ndarray
+    log_lr_ambiguous: np.ndarray
 
 
 def _bin(d: np.ndarray, edges: np.ndarray) -> np.ndarray:
@@ -305,6 +308,12 @@ class _Factors:
                         self.theta * 0.5 * (self.u + self.w) + (1 - self.theta) * self.v)
 
 
+def _log_ratio(f: _Factors, task: np.ndarray, n_tasks: int) -> np.ndarray:
+    """log P(answers | ambiguous) − log P(answers | ordinary) of each task, shape (T,)."""
+    return (np.bincount(task, weights=np.log(f.split), minlength=n_tasks)
+            - np.bincount(task, weights=np.log(f.ordinary), minlength=n_tasks))
+
+
 def _task_posterior(f: _Factors, task: np.ndarray, n_tasks: int, rho: float) -> tuple[np.ndarray, np.ndarray]:
     """P(ambiguous | task) and each task's log evidence, shapes (T,)."""
     log_o = np.bincount(task, weights=np.log(f.ordinary), minlength=n_tasks) + math.log(1 - rho)
@@ -314,12 +323,36 @@ def _task_posterior(f: _Factors, task: np.ndarray, n_tasks: int, rho: float) -> 
     return np.exp(log_a - norm), norm
 
 
-def _histogram_pdf(d: np.ndarray, weight: np.ndarray, edges: np.ndarray, pseudo: float) -> np.ndarray:
+def _histogram_pdf(d: np.ndarray, weight: np.ndarray, edges: np.ndarray, pseudo: float,
+                   unimodal: bool = False) -> np.ndarray:
     """A density on the bins from weighted distances, smoothed over neighbouring bins, with
-    ``pseudo`` answers spread evenly (a floor under it)."""
+    ``pseudo`` answers spread evenly (a floor under it); ``unimodal``: the closest unimodal
+    histogram (least squares, rising to the mode and falling after it), so that a bump far
+    out — a few tasks where everybody departs — is spread over the whole tail instead of
+    passing for sound work."""
     h = np.bincount(_bin(d, edges), weights=weight, minlength=edges.size - 1)
-    h = np.convolve(np.r_[h[0], h, h[-1]], [0.25, 0.5, 0.25], mode="valid") + pseudo / h.size
+    h = np.convolve(np.r_[h[0], h, h[-1]], [0.25, 0.5, 0.25], mode="valid")
+    if unimodal and h.sum() > 0:
+        mode = int(np.argmax(h))
+        h = np.r_[_isotonic(h[:mode + 1]), _isotonic(h[mode + 1:][::-1])[::-1]] if mode + 1 < h.size else _isotonic(h)
+    h = h + pseudo / h.size
     return h / (h.sum() * (edges[1] - edges[0]))
+
+
+def _isotonic(y: np.ndarray) -> np.ndarray:
+    """The non-decreasing sequence closest to ``y`` in least squares (pool adjacent violators)."""
+    level: list[float] = []
+    count: list[int] = []
+    for v in y.tolist():
+        level.append(v)
+        count.append(1)
+        while len(level) > 1 and level[-2] > level[-1]:
+            total = level[-2] * count[-2] + level[-1] * count[-1]
+            count[-2] += count[-1]
+            level[-2] = total / count[-2]
+            level.pop()
+            count.pop()
+    return np.repeat(level, count) if level else y
 
 
 def fit_distance_model(medoid: Medoids, annotator: Sequence[Any], *, distance: str = "",
@@ -359,7 +392,8 @@ def fit_distance_model(medoid: Medoids, annotator: Sequence[Any], *, distance: s
     uniform = np.full(_BINS, 1.0 / hi)
     careful = np.ones(n_ann, dtype=bool)
     n_answers = np.bincount(ann_codes, minlength=n_ann)
-    state = {"theta": np.full(n_ann, CAREFUL), "sound": _histogram_pdf(d, np.ones(d.size), edges, _SOUND_PSEUDO),
+    state = {"theta": np.full(n_ann, CAREFUL),
+             "sound": _histogram_pdf(d, np.ones(d.size), edges, _SOUND_PSEUDO, unimodal=True),
              "departs": uniform, "rho": _AMBIGUITY_START if ambiguity else 1e-12}
 
     def factors() -> _Factors:
@@ -380,7 +414,7 @@ def fit_distance_model(medoid: Medoids, annotator: Sequence[Any], *, distance: s
                                                                         f.theta * 0.5 * f.u / split)
             other = pa * np.where(main, 0.0, f.theta * 0.5 * f.w / split)
             departs = 1.0 - in_main - other
-            state["sound"] = _histogram_pdf(d, in_main, edges, _SOUND_PSEUDO)
+            state["sound"] = _histogram_pdf(d, in_main, edges, _SOUND_PSEUDO, unimodal=True)
             if not careful.all():
                 # f_d learns where departures land, beyond the reach of careful work (the
                 # careful annotators' upper quantile): below it f_d keeps its floor alone,
@@ -462,7 +496,8 @@ def read_consensus(model: DistanceModel, pairs: TaskPairs, annotator: Sequence[A
     cons = med.consensus
     sound_cons = np.where(alone[cons], f.theta[cons], f.theta[cons] * f.u[cons] / ordinary[cons])
     return ConsensusReading(medoids=med, consensus_p=sound_cons, p_ambiguous=p_amb, p_flag=p_flag,
-                            p_departs=p_dep, p_other_reading=other)
+                            p_departs=p_dep, p_other_reading=other,
+                            log_lr_ambiguous=_log_ratio(f, med.task_of, n_tasks))
 
 
 def consensus_model(item: Sequence[Hashable] | np.ndarray, annotator: Sequence[Any], values: Sequence[Any],

@@ -34,7 +34,7 @@ from ls_agreement.metrics.result import finite_or_none
 from ..settings import ReportSettings
 from .model import (AnnotatorIntervals, Candidate, ControlAnnotator, ControlReport, ControlStatus, Diagnostic,
                     Histogram, Intervals, ItemEntry, Report)
-from .flags import fit_review
+from .flags import fit_ambiguity, fit_review
 from .quality import reference_measures
 from .seed import seed_measures
 from .pairs import label_section, pair_matrix_section, project_pair_matrix
@@ -353,7 +353,8 @@ def build_report(config_xml: str, tasks: list[dict], settings: ReportSettings | 
                     pair_matrix=project_pair_matrix(controls))
     # project-level facts, derived once from the controls: flagged tasks, a task's weakest
     # σ and α, an annotator's pair-weighted means
-    report.tasks = project_tasks(controls, report.settings)
+    report.ambiguity = fit_ambiguity(controls)    # tasks ambiguous over all their controls at once
+    report.tasks = project_tasks(controls, report.settings, report.ambiguity)
     report.annotators = project_annotators(controls, items, names)
     return report
 

@@ -28,11 +28,13 @@ from ls_agreement.metrics.departures import REGION_KINDS, how_departs
 from ls_agreement.metrics.distances.registry import get_distance
 from ls_agreement.metrics.result import finite_or_none
 from ls_agreement.metrics.sound_share import CAREFUL
+from ls_agreement.metrics.task_ambiguity import fit_task_ambiguity, task_ambiguity
 
 if TYPE_CHECKING:
     from .model import AnnotatorFit, ControlReport, ItemEntry
 
-__all__ = ["fit_review", "read_review", "task_flag", "is_labels", "DEFAULT_POSTERIOR"]
+__all__ = ["fit_review", "read_review", "task_flag", "fit_ambiguity", "task_ambiguity_lr", "is_labels",
+           "DEFAULT_POSTERIOR"]
 
 DEFAULT_POSTERIOR = 0.5     # flag a task from this posterior
 MAX_CLASSES = 30            # a control of labels has at most this many distinct answers
@@ -151,6 +153,7 @@ def _read_labels(entry: "ControlReport", model: LabelModel, table: pd.DataFrame,
         cons = model.classes[int(r.consensus[t])]
         answers = rows.get(t, [])
         rec.p_flag, rec.p_ambiguous = float(r.p_flag[t]), float(r.p_ambiguous[t])
+        rec.ambiguity_lr = finite_or_none(r.log_lr_ambiguous[t])
         rec.consensus, rec.consensus_p = cons, float(r.consensus_p[t])
         agreeing = [who[n] for n in answers if vals[n] == cons]
         rec.consensus_by = max(agreeing, key=lambda a: (best.get(a, 0.0), a)) if agreeing else None
@@ -192,6 +195,7 @@ def _read_distances(entry: "ControlReport", model: DistanceModel, table: pd.Data
         answers = rows.get(t, [])
         c = int(med.consensus[t])
         rec.p_flag, rec.p_ambiguous = float(r.p_flag[t]), float(r.p_ambiguous[t])
+        rec.ambiguity_lr = finite_or_none(r.log_lr_ambiguous[t])
         rec.consensus_by, rec.consensus_p = who[c], float(r.consensus_p[t])
         rec.consensus = _plain(vals[c]) if isinstance(_plain(vals[c]), (str, int, float)) else None
         rec.departs = {who[n]: round(float(r.p_departs[n]), 4) for n in answers if r.p_departs[n] >= _KEEP_DEPARTS}
@@ -273,8 +277,28 @@ def _setting(settings: Mapping[str, Any] | None, key: str, default: float) -> fl
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else default
 
 
+def task_ambiguity_lr(items: Mapping[str, "ItemEntry"], controls: Mapping[str, "ControlReport"]) -> float | None:
+    """A task's log likelihood ratio of an ambiguous reading, summed over its measured
+    controls (None when no control read it)."""
+    xs = [rec.ambiguity_lr for n, rec in items.items()
+          if rec.ambiguity_lr is not None and n in controls and controls[n].measured]
+    return float(sum(xs)) if xs else None
+
+
+def fit_ambiguity(controls: Mapping[str, "ControlReport"]) -> float:
+    """ρ_T of a project: the share of tasks ambiguous over all their controls at once
+    (``metrics/task_ambiguity.py``), from every task's pooled log ratio."""
+    per_task: dict[str, dict[str, "ItemEntry"]] = {}
+    for name, ctl in controls.items():
+        for item, rec in ctl.items.items():
+            per_task.setdefault(item, {})[name] = rec
+    ratios = [x for items in per_task.values() if (x := task_ambiguity_lr(items, controls)) is not None]
+    return fit_task_ambiguity(np.asarray(ratios, dtype=float)) if ratios else 0.0
+
+
 def task_flag(items: Mapping[str, "ItemEntry"], controls: Mapping[str, "ControlReport"],
-              settings: Mapping[str, Any] | None = None) -> tuple[bool, dict[str, str], float | None]:
+              settings: Mapping[str, Any] | None = None,
+              ambiguity: float = 0.0) -> tuple[bool, dict[str, str], float | None]:
     """Whether ONE task is flagged, why, and the posterior.
 
     Parameters
@@ -285,12 +309,15 @@ def task_flag(items: Mapping[str, "ItemEntry"], controls: Mapping[str, "ControlR
         The report's controls (their status and legacy ``flag_below`` only).
     settings : mapping, optional
         The report's settings (``flag_posterior``, default ½).
+    ambiguity : float
+        ρ_T, the project's share of tasks ambiguous over all their controls (:func:`fit_ambiguity`).
 
     Returns
     -------
     (flag, reasons, posterior)
         ``reasons`` maps each control that flags the task to its one-line reason;
-        ``posterior`` = 1 − Π (1 − p_c) over the measured controls read by a model.
+        ``posterior`` = 1 − (1 − P(ambiguous over its controls)) Π (1 − p_c) over the
+        measured controls read by a model.
     """
     threshold = _setting(settings, "flag_posterior", DEFAULT_POSTERIOR)
     reasons: dict[str, str] = {}
@@ -304,8 +331,16 @@ def task_flag(items: Mapping[str, "ItemEntry"], controls: Mapping[str, "ControlR
         if rec.p_flag is not None:
             clean *= 1.0 - rec.p_flag
             read = True
-    posterior = 1.0 - clean if read else None
+    lr = task_ambiguity_lr(items, controls)
+    p_task = float(task_ambiguity(np.array([lr]), ambiguity)[0]) if lr is not None else 0.0
+    posterior = 1.0 - clean * (1.0 - p_task) if read else None
     if posterior is not None and posterior >= threshold:
+        if p_task >= _REASON_FROM:
+            # ambiguous over the task's controls together: each control where it shows says so
+            showing = [n for n, rec in items.items() if (rec.ambiguity_lr or 0.0) > 0 and n in controls]
+            for n in showing or list(items):
+                why = f"ambiguous over the task's controls: careful annotators split (posterior {p_task:.2f})"
+                reasons[n] = f"{reasons[n]}; {why}" if n in reasons else why
         from_controls = {n: rec for n, rec in items.items() if rec.p_flag is not None and rec.reason}
         strong = {n: r for n, r in from_controls.items() if r.p_flag >= _REASON_FROM}
         if not strong and from_controls:   # flagged by several small posteriors together

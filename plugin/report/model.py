@@ -393,7 +393,9 @@ class ItemEntry:
     null for other kinds, whose consensus is an annotator's answer) and ``consensus_by``
     (an annotator who gave it), its posterior ``consensus_p``, each annotator's posterior of
     departing from it (``departs``, those over 5 %), how the departing ones depart
-    (``how``) and the one-line ``reason`` when the control flags the task."""
+    (``how``) and the one-line ``reason`` when the control flags the task; ``ambiguity_lr``
+    the log likelihood ratio of an ambiguous reading, pooled over the task's controls
+    (``metrics/task_ambiguity.py``)."""
 
     sigma: float | None = None
     alpha: float | None = None
@@ -409,6 +411,7 @@ class ItemEntry:
     departs: dict[str, float] = field(default_factory=dict)
     how: dict[str, str] = field(default_factory=dict)
     reason: str | None = None
+    ambiguity_lr: float | None = None          # log P(answers | ambiguous) − log P(answers | ordinary)
 
 
 @dataclass
@@ -558,6 +561,7 @@ class Report:
     warnings: list[str] = field(default_factory=list)
     settings: dict[str, Any] = field(default_factory=dict)
     baseline: BaselineInfo | None = None       # set by the live service (plugin/live)
+    ambiguity: float = 0.0                     # ρ_T: share of tasks ambiguous over all their controls
     pair_matrix: PairMatrix | None = None      # annotator pairs over the measured controls
     version: int = REPORT_VERSION
 

@@ -196,7 +196,7 @@ def _annotators_table(report: Report) -> str:
             "control looks like; a departure is an answer beyond it — a constant label, a random "
             "click, a shifted box, a missed entity), with its 95% interval, averaged over the "
             "controls by their answers. <i>departs</i>: the model reads some of their answers as "
-            "departures. σ and α: agreement beyond chance, pair-weighted over the measured "
+            "departures. σ and α (agreement beyond chance): pair-weighted means over the measured "
             "controls.</p><table class=reliability><tr><th>reliability</th><th>id</th><th>name</th>"
             f"<th>model</th><th>σ</th><th>α</th><th>tasks</th><th>pairs</th></tr>{rows}</table></section>")
 

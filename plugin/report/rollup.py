@@ -14,8 +14,8 @@ from .flags import task_flag
 from .model import AnnotatorControl, ControlReport, ItemEntry, ProjectAnnotator, TaskEntry
 
 
-def project_tasks(controls: Mapping[str, ControlReport],
-                  settings: Mapping[str, Any] | None = None) -> dict[str, TaskEntry]:
+def project_tasks(controls: Mapping[str, ControlReport], settings: Mapping[str, Any] | None = None,
+                  ambiguity: float = 0.0) -> dict[str, TaskEntry]:
     """Every task across the measured controls; its flag from :func:`.flags.task_flag`
     (which also sets each control's ``ItemEntry.flag``)."""
     out: dict[str, TaskEntry] = {}
@@ -33,7 +33,7 @@ def project_tasks(controls: Mapping[str, ControlReport],
                 t.alpha = rec.alpha
     for item, t in out.items():
         items = per_task[item]
-        t.flag, t.reasons, t.p_flag = task_flag(items, controls, settings)
+        t.flag, t.reasons, t.p_flag = task_flag(items, controls, settings, ambiguity)
         t.flagged_controls = [c for c in t.controls if c in t.reasons]
         for name, rec in items.items():
             rec.flag = name in t.reasons
