@@ -161,11 +161,12 @@ def _shown(x: float | None) -> float:
 
 
 def annotator_rows(report: Report) -> list[dict[str, Any]]:
-    """One row per annotator, lowest σ first.
+    """One row per annotator, least reliable first (then lowest σ).
 
-    Keys: ``annotator``, ``name``, ``sigma``, ``alpha`` (the report's project-level,
-    pair-weighted summary), ``ci`` (pair-weighted mean of the per-control σ interval
-    bounds: conservative, wider than an interval of the pooled σ), ``n_items`` and
+    Keys: ``annotator``, ``name``, ``reliability`` and ``reliability_ci`` (the annotator
+    model's share of sound answers, issue 22), ``sigma``, ``alpha`` (the report's
+    project-level, pair-weighted summary), ``ci`` (pair-weighted mean of the per-control σ
+    interval bounds: conservative, wider than an interval of the pooled σ), ``n_items`` and
     ``controls`` (control -> σ).
     """
     rows = []
@@ -177,10 +178,13 @@ def annotator_rows(report: Report) -> list[dict[str, Any]]:
             ci = entry.ci.sigma if entry is not None and entry.ci is not None else (None, None)
             if v.n_pairs > 0 and ci[0] is not None and ci[1] is not None:
                 lo, hi, w = lo + v.n_pairs * ci[0], hi + v.n_pairs * ci[1], w + v.n_pairs
-        rows.append({"annotator": ann, "name": e.name or ann, "sigma": _shown(e.sigma), "alpha": _shown(e.alpha),
+        rel_ci = tuple(_shown(x) for x in e.reliability_ci)
+        rows.append({"annotator": ann, "name": e.name or ann, "reliability": _shown(e.reliability),
+                     "reliability_ci": rel_ci, "sigma": _shown(e.sigma), "alpha": _shown(e.alpha),
                      "ci": (lo / w, hi / w) if w else (math.nan, math.nan), "n_items": e.n_items,
                      "controls": per})
-    rows.sort(key=lambda r: (math.isnan(r["sigma"]), r["sigma"]))
+    rows.sort(key=lambda r: (math.isnan(r["reliability"]), 0.0 if math.isnan(r["reliability"]) else r["reliability"],
+                             math.isnan(r["sigma"]), r["sigma"]))
     return rows
 
 
@@ -193,16 +197,22 @@ def format_table(rows: list[dict[str, Any]]) -> str:
     width = max([len(r["name"]) for r in rows] + [9])
     controls = sorted({c for r in rows for c in r["controls"]})
     cw = [max(len(c), 6) for c in controls]
-    head = (f"{'annotator':<{width}}  {'sigma':>6}  {'alpha':>6}  {'sigma interval*':>16}  "
-            f"{'tasks':>5}  | " + "  ".join(f"{c:>{w}}" for c, w in zip(controls, cw)))
+    head = (f"{'annotator':<{width}}  {'reliability':>11}  {'interval':>14}  {'sigma':>6}  {'alpha':>6}  "
+            f"{'sigma interval*':>16}  {'tasks':>5}  | " + "  ".join(f"{c:>{w}}" for c, w in zip(controls, cw)))
     lines = [head, "-" * len(head)]
     for k, r in enumerate(rows):
         lo, hi = r["ci"]
         ci = f"{'-':>16}" if math.isnan(lo) else f"[{lo:6.3f}, {hi:6.3f}]"
+        rel = r.get("reliability", math.nan)
+        rlo, rhi = r.get("reliability_ci", (math.nan, math.nan))
+        rci = f"{'-':>14}" if math.isnan(rlo) else f"[{rlo:5.2f}, {rhi:5.2f}]"
         per = "  ".join(_f(r["controls"].get(c, math.nan), w) for c, w in zip(controls, cw))
-        mark = "   <- lowest agreement" if k == 0 and not math.isnan(r["sigma"]) else ""
-        lines.append(f"{r['name']:<{width}}  {_f(r['sigma'])}  {_f(r['alpha'])}  {ci:>16}  "
-                     f"{r['n_items']:5d}  | {per}{mark}")
+        mark = ("" if k else "   <- least reliable" if not math.isnan(rel)
+                else "   <- lowest agreement" if not math.isnan(r["sigma"]) else "")
+        lines.append(f"{r['name']:<{width}}  {_f(rel, 11)}  {rci:>14}  {_f(r['sigma'])}  {_f(r['alpha'])}  "
+                     f"{ci:>16}  {r['n_items']:5d}  | {per}{mark}")
+    lines.append("reliability: the annotator model's share of sound answers, 95% interval (README, "
+                 "'How tasks are flagged')")
     lines.append("* pair-weighted mean of the per-control 95% bootstrap bounds (conservative)")
     return "\n".join(lines)
 
@@ -226,7 +236,7 @@ def print_summary(outcome: DemoOutcome) -> None:
         for r in rows:
             if r["name"] == r["annotator"] and r["annotator"] in emails:
                 r["name"] = emails[r["annotator"]]
-        print("\nPer annotator, lowest agreement first (sigma: agreement beyond chance, "
+        print("\nPer annotator, least reliable first (sigma: agreement beyond chance, "
               "pair-weighted over the controls):\n" + format_table(rows))
     print(f"\nFlagged tasks: {outcome.report.n_flagged} of {len(outcome.report.tasks)}.")
 
