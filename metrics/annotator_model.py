@@ -60,6 +60,7 @@ _OWN_WEIGHT = 10.0               # answers behind the shrinkage of an annotator'
 _DEPARTING_PSEUDO = 1.0          # Dirichlet pseudo-count (total) of ξ_a, spread as the labels are
 _THETA_START = 0.99              # the most a start gives θ: slips go to C first
 _AMBIGUITY_STARTS = (0.01, 0.2)  # ρ of EM's two starts
+_AMBIGUITY_ITER = 60             # EM steps of an ambiguity start at most
 _MAX_ITER = 300
 _TOL = 1e-7                      # relative change of the log posterior that stops EM
 
@@ -523,7 +524,10 @@ def fit_label_model(item: Sequence[Hashable], annotator: Sequence[Any], label: S
         # ambiguous tasks only where they clearly explain the splits better than slips do
         # (careful annotators' slips can split a few tasks alike by chance)
         for rho in _AMBIGUITY_STARTS:
-            fit = _em(_start(problem, rho, careful), problem, max_iter, tol, careful)
+            # a component with nothing to explain shrinks slowly (hundreds of steps on a
+            # large project); real ambiguity settles within a few dozen: past those the
+            # start is judged as it stands (an unconverged fit only scores lower)
+            fit = _em(_start(problem, rho, careful), problem, min(max_iter, _AMBIGUITY_ITER), tol, careful)
             n_iter += fit[2]
             if fit[1] >= logp + AMBIGUOUS_AT:
                 p, logp, _ = fit

@@ -46,6 +46,10 @@ ALPHA_DIGITS = 2
 _FIXED_KEYS = frozenset(PREFIX + k for k in ("sigma", "alpha", "flag", "n_annotators",
                                              "updated"))
 CONTROL_KEY = PREFIX + "sigma__"
+# The annotator model's posteriors of a task (issue 22) stay out of the meta detail: every
+# refit of the project's models moves them a little on every task, and each move would
+# rewrite the task; its consensus, who gave it and the reason stay (report.json has all).
+_MODEL_FLOATS = frozenset({"p_flag", "p_ambiguous", "consensus_p", "departs", "ambiguity_lr"})
 
 
 @dataclass
@@ -186,7 +190,8 @@ def desired_for(report: Report, task_id: int, fp: str,
     for name, ctrl in report.controls.items():
         item = ctrl.items.get(tid)
         if item is not None:
-            per_control[name] = {**to_jsonable(item), "distance": ctrl.distance}
+            entry = {k: v for k, v in to_jsonable(item).items() if k not in _MODEL_FLOATS}
+            per_control[name] = {**entry, "distance": ctrl.distance}
     task = report.tasks.get(tid)
     if not per_control and task is None:
         return None
