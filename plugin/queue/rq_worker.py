@@ -155,11 +155,12 @@ def serve_forever(queue: RedisQueue, name: str, *, burst: bool = False,
 
     class _Worker(SimpleWorker):
         # RQ leaves its loop the same way on SIGTERM when idle and on a Redis error, so
-        # the signal is noted here to tell them apart
+        # the signal is noted here to tell them apart (on the class: a signal between
+        # two loops stops the next one too)
         stop_asked = False
 
         def request_stop(self, signum: Any, frame: Any) -> None:
-            self.stop_asked = True
+            type(self).stop_asked = True
             super().request_stop(signum, frame)
 
         def handle_exception(self, job: Any, *exc_info: Any) -> None:
@@ -191,17 +192,19 @@ def serve_forever(queue: RedisQueue, name: str, *, burst: bool = False,
 
     delay, n = 0.5, 0
     while True:
-        # a fresh name after a restart: the old registration may outlive it in Redis
-        worker = _Worker([queue.rq], connection=queue.r, name=name if not n else f"{name}.{n}",
-                         job_class=OurJob, serializer=queue.rq.serializer)
-        n += 1
+        t0 = time.monotonic()
         try:
+            # a fresh name after a restart: the old registration may outlive it in Redis
+            worker = _Worker([queue.rq], connection=queue.r, name=name if not n else f"{name}.{n}",
+                             job_class=OurJob, serializer=queue.rq.serializer)
+            n += 1
             worker.work(burst=burst, logging_level="WARNING")
         except Exception as exc:  # noqa: BLE001 - registration while Redis is down
             _log(log, f"worker {name}: {type(exc).__name__}: {exc}; retrying in {delay:g} s")
         # a loop that returned without a stop request stopped on a Redis error: go on
-        # once Redis answers again
-        if burst or worker.stop_asked:
+        # once Redis answers again (quickly if it had been working a while)
+        if burst or _Worker.stop_asked:
             return 0
+        delay = 0.5 if time.monotonic() - t0 > 30 else delay
         time.sleep(delay)
         delay = min(10.0, delay * 2)
