@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import warnings as warnings_module
 from contextlib import contextmanager
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -288,7 +288,7 @@ def _seed_measures(ctl: ControlData, settings: ReportSettings, entry: ControlRep
 
 
 def build_report(config_xml: str, tasks: list[dict], settings: ReportSettings | None = None,
-                 *, only_items: Iterable | None = None) -> Report:
+                 *, only_items: Iterable | None = None, annotator_names: Mapping[str, str] | None = None) -> Report:
     """Agreement report of a Label Studio project (contract in docs/report.md, README).
 
     Parameters
@@ -302,6 +302,9 @@ def build_report(config_xml: str, tasks: list[dict], settings: ReportSettings | 
         Restrict the per-task output (``controls.*.items`` and ``tasks``) to these tasks.
         The numbers are still computed on the whole project: the chance baseline and d*
         depend on every task.
+    annotator_names : mapping of str to str, optional
+        Annotator id -> name (Label Studio's users: an export's ``completed_by`` holds ids
+        only), so that the tasks' reasons name people, not numbers.
 
     Returns
     -------
@@ -321,6 +324,10 @@ def build_report(config_xml: str, tasks: list[dict], settings: ReportSettings | 
     with collect_warnings(caught_adapting, "reading the project"):
         adapted = adapt(config_xml, tasks, strict=settings.strict,
                         include_predictions=settings.include_predictions)
+    if annotator_names:
+        for ctl in adapted.controls.values():
+            seen = set(map(str, ctl.table["annotator"].unique())) if len(ctl.table) else set()
+            ctl.annotator_names.update({a: n for a, n in annotator_names.items() if a in seen and n})
     _check_forced_distances(settings, adapted.controls)
     unknown = sorted(set(settings.distances) - set(adapted.controls))
     warnings = list(adapted.warnings) + caught_adapting
