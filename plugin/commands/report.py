@@ -34,6 +34,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="count predictions as annotators model:<model_version>")
     parser.add_argument("--bootstrap", type=int, metavar="B", help="bootstrap resamples (default 1000)")
     parser.add_argument("--seed", type=int, help="random seed (default 0)")
+    parser.add_argument("--workers", type=int, default=0, metavar="N",
+                        help="measure the controls in up to N worker processes (default 0: one per "
+                             "control, up to the CPUs; 1: all in this process); the numbers do not change")
 
 
 def _settings(args: argparse.Namespace):  # -> ReportSettings
@@ -105,7 +108,9 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput(f"cannot read config {args.config!r}: {exc}") from None
     # read task by task while adapting (never the whole export in memory; issue 24): a
     # file-level error is raised from inside build_report, before anything is written
-    report = build_report(config_xml, iter_export(args.export), settings)
+    if args.workers < 0:
+        raise BadInput(f"--workers must be >= 0, got {args.workers}")
+    report = build_report(config_xml, iter_export(args.export), settings, workers=args.workers)
     if args.format == "json":
         _write(report.to_json(indent=1), args.out)
     elif args.format == "html":

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import warnings as warnings_module
 from contextlib import contextmanager
-from typing import Any, Iterable, Mapping
+from functools import partial
+from typing import Any, Iterable
 
 import numpy as np
 import pandas as pd
@@ -37,6 +38,7 @@ from .model import (AnnotatorIntervals, Candidate, ControlAnnotator, ControlRepo
 from .flags import fit_ambiguity, fit_review
 from .quality import reference_measures
 from .seed import seed_measures
+from .parallel import measure_controls
 from .pairs import label_section, pair_matrix_section, project_pair_matrix
 from .rollup import project_annotators, project_tasks
 
@@ -287,8 +289,22 @@ def _seed_measures(ctl: ControlData, settings: ReportSettings, entry: ControlRep
     entry.crowdtruth = extra.crowdtruth
 
 
+def _measured_control(ctl: ControlData, settings: ReportSettings) -> ControlReport:
+    """One control's entry: agreement, annotator model, seed measures (in a worker process
+    when the report runs several, see :mod:`.parallel`)."""
+    # numpy/shapely warnings (a polygon repaired, an overflow near 1e308) become the
+    # control's report warnings instead of raw lines with source code on stderr
+    caught: list[str] = []
+    with collect_warnings(caught, "computing"):
+        entry = control_report(ctl, settings)
+        _seed_measures(ctl, settings, entry)
+        release_tokens(ctl)   # span distances and span F1 read one token table
+    entry.warnings.extend(caught)
+    return entry
+
+
 def build_report(config_xml: str, tasks: list[dict], settings: ReportSettings | None = None,
-                 *, only_items: Iterable | None = None, annotator_names: Mapping[str, str] | None = None) -> Report:
+                 *, only_items: Iterable | None = None, workers: int = 1) -> Report:
     """Agreement report of a Label Studio project (contract in docs/report.md, README).
 
     Parameters
@@ -302,9 +318,10 @@ def build_report(config_xml: str, tasks: list[dict], settings: ReportSettings | 
         Restrict the per-task output (``controls.*.items`` and ``tasks``) to these tasks.
         The numbers are still computed on the whole project: the chance baseline and d*
         depend on every task.
-    annotator_names : mapping of str to str, optional
-        Annotator id -> name (Label Studio's users: an export's ``completed_by`` holds ids
-        only), so that the tasks' reasons name people, not numbers.
+    workers : int
+        Measure the controls in up to this many worker processes (:mod:`.parallel`; the
+        numbers are the same as with 1, the default: every control in this process); 0:
+        one per control, up to the CPUs.
 
     Returns
     -------
@@ -324,10 +341,6 @@ def build_report(config_xml: str, tasks: list[dict], settings: ReportSettings | 
     with collect_warnings(caught_adapting, "reading the project"):
         adapted = adapt(config_xml, tasks, strict=settings.strict,
                         include_predictions=settings.include_predictions)
-    if annotator_names:
-        for ctl in adapted.controls.values():
-            seen = set(map(str, ctl.table["annotator"].unique())) if len(ctl.table) else set()
-            ctl.annotator_names.update({a: n for a, n in annotator_names.items() if a in seen and n})
     _check_forced_distances(settings, adapted.controls)
     unknown = sorted(set(settings.distances) - set(adapted.controls))
     warnings = list(adapted.warnings) + caught_adapting
@@ -336,15 +349,8 @@ def build_report(config_xml: str, tasks: list[dict], settings: ReportSettings | 
     warnings.extend(_group_warnings(settings, adapted.controls))
     keep = None if only_items is None else {_key(i) for i in only_items}
     controls: dict[str, ControlReport] = {}
-    for name, ctl in adapted.controls.items():
-        # numpy/shapely warnings (a polygon repaired, an overflow near 1e308) become the
-        # control's report warnings instead of raw lines with source code on stderr
-        caught: list[str] = []
-        with collect_warnings(caught, "computing"):
-            entry = control_report(ctl, settings)
-            _seed_measures(ctl, settings, entry)
-            release_tokens(ctl)   # span distances and span F1 read one token table
-        entry.warnings.extend(caught)
+    measured = measure_controls(adapted.controls, partial(_measured_control, settings=settings), workers)
+    for name, entry in measured.items():
         if keep is not None:
             entry.items = {k: v for k, v in entry.items.items() if k in keep}
         warnings.extend(f"{name}: {w}" for w in entry.warnings)

@@ -1,0 +1,100 @@
+"""Each control of a report measured in its own worker process (issue 24.1: bounded memory,
+work divided by control).
+
+A report's controls are independent until the project-level roll-up (flags over controls,
+a task's weakest σ, an annotator's means), so :func:`measure_controls` runs ``measure(ctl)``
+for every control in at most ``workers`` forked worker processes and hands the entries back
+in the controls' order. Why fork, and why by name:
+
+- A forked worker already holds the adapted controls (copy-on-write), so nothing is pickled
+  on the way in: the worker is told a control's *name* and touches only that control's
+  compact table. What it copies is bounded by that control's data, never the export.
+- Only the control's :class:`~.model.ControlReport` travels back (pickled).
+- The same seed gives the same numbers: every control's resampling draws from its own
+  generator seeded by ``settings.seed`` (``metrics.bootstrap``), never from a stream shared
+  with the other controls, so the order in which controls run changes nothing.
+
+The largest controls start first (longest-first keeps the workers busy to the end). A
+worker that fails for any reason (a result that will not pickle, a killed process) is not
+the end of the report: that control is measured again here, in this process, so its real
+error -- with its traceback -- is the one raised. Fork is used only where it is safe and
+available (POSIX, called from the main thread: forking a process whose other threads hold
+locks can deadlock the child); otherwise, or with ``workers <= 1`` or one control, the
+controls run one after the other in this process, as before.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import os
+import threading
+from concurrent.futures import Future, ProcessPoolExecutor
+from typing import Callable, Mapping, TypeVar
+
+from ls_agreement.adapters.control import ControlData
+
+__all__ = ["measure_controls", "default_workers"]
+
+R = TypeVar("R")
+
+# The controls and the measuring function, seen by forked workers (set just before the pool
+# forks, cleared after): module state rather than arguments, so nothing is pickled in.
+_JOB: tuple[Mapping[str, ControlData], Callable[[ControlData], object]] | None = None
+
+
+def default_workers(n_controls: int) -> int:
+    """Workers for a report of ``n_controls`` controls: one per control, at most the CPUs
+    this process may run on (``sched_getaffinity``: a container's share, not the host's)."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return max(1, min(n_controls, cpus))
+
+
+def _fork_ok() -> bool:
+    return ("fork" in multiprocessing.get_all_start_methods()
+            and threading.current_thread() is threading.main_thread()
+            and threading.active_count() == 1)
+
+
+def _run_named(name: str) -> object:
+    assert _JOB is not None, "worker started without a job"
+    controls, measure = _JOB
+    return measure(controls[name])
+
+
+def measure_controls(controls: Mapping[str, ControlData], measure: Callable[[ControlData], R],
+                     workers: int = 1) -> dict[str, R]:
+    """``{name: measure(ctl)}`` for every control, in the controls' order.
+
+    Parameters
+    ----------
+    controls : mapping name -> ControlData
+        The adapted controls.
+    measure : callable ControlData -> R
+        Deterministic given the control (and module-level state fixed before the call); its
+        result must pickle.
+    workers : int
+        At most this many worker processes; 1 runs everything here; 0 (or less): one per
+        control, up to the CPUs (:func:`default_workers`).
+    """
+    global _JOB
+    names = list(controls)
+    workers = min(workers if workers > 0 else default_workers(len(names)), len(names))
+    if workers <= 1 or not _fork_ok():
+        return {n: measure(controls[n]) for n in names}
+    # longest first: the values a control holds are a fair proxy for its work
+    order = sorted(names, key=lambda n: -len(controls[n].table))
+    _JOB = (controls, measure)
+    out: dict[str, R] = {}
+    try:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            futures: dict[str, Future] = {n: pool.submit(_run_named, n) for n in order}
+            for n in order:
+                try:
+                    out[n] = futures[n].result()
+                except Exception:  # measured again here: its own error, with its traceback
+                    out[n] = measure(controls[n])
+    finally:
+        _JOB = None
+    return {n: out[n] for n in names}
