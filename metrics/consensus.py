@@ -105,6 +105,8 @@ class TaskPairs:
     i, j : ndarray of int, shape (n_pairs,)
         Positions in ``order`` of each pair's answers.
     d : ndarray, shape (n_pairs,)
+    values : sequence, shape (N,)
+        The answers in ``order`` (ties between medoids are broken by what they say).
     """
 
     items: np.ndarray
@@ -114,6 +116,7 @@ class TaskPairs:
     i: np.ndarray
     j: np.ndarray
     d: np.ndarray
+    values: Sequence[Any] = ()
 
 
 def task_pairs(item: Sequence[Hashable] | np.ndarray, values: Sequence[Any], distance: DistanceLike) -> TaskPairs:
@@ -139,7 +142,8 @@ def task_pairs(item: Sequence[Hashable] | np.ndarray, values: Sequence[Any], dis
     vals = [values[k] for k in order]
     d = (np.asarray(compute_distinct(dist, dist.prepare(vals), value_keys(vals), i, j), dtype=float)
          if i.size else np.zeros(0))
-    return TaskPairs(items=np.asarray(items), task_of=task.astype(np.int64), order=order, starts=starts, i=i, j=j, d=d)
+    return TaskPairs(items=np.asarray(items), task_of=task.astype(np.int64), order=order, starts=starts, i=i, j=j, d=d,
+                     values=vals)
 
 
 def medoids(pairs: TaskPairs, weight: np.ndarray | None = None) -> Medoids:
@@ -151,7 +155,9 @@ def medoids(pairs: TaskPairs, weight: np.ndarray | None = None) -> Medoids:
         From :func:`task_pairs`.
     weight : ndarray, shape (N,), optional
         How much each answer counts in the others' sums (their annotator's θ); ties go to
-        the heavier answer, then the first. Default 1.
+        the heavier answer, then to the answer first in a canonical order of the values
+        (never to the first row: the order of annotations in an export is the database's,
+        and two servers holding one project must name the same consensus). Default 1.
 
     Returns
     -------
@@ -165,7 +171,14 @@ def medoids(pairs: TaskPairs, weight: np.ndarray | None = None) -> Medoids:
     # the medoid: least weighted sum; among equal sums the heavier answer, then the first
     best = np.minimum.reduceat(total, starts) if n else np.zeros(0)
     tied = total <= best[t] * (1 + 1e-12) + 1e-12
-    rank = np.lexsort((np.arange(n), -ws, ~tied, t))
+    heaviest = np.maximum.reduceat(np.where(tied, ws, -np.inf), starts) if n else np.zeros(0)
+    candidate = tied & (ws >= heaviest[t] - 1e-12)
+    canonical = np.zeros(n)
+    still = candidate & (np.bincount(t, weights=candidate, minlength=starts.size) > 1)[t]
+    if still.any() and len(pairs.values) == n:   # the values' text orders the few ties left
+        rows = np.flatnonzero(still)
+        canonical[rows[np.argsort([repr(pairs.values[r]) for r in rows], kind="stable")]] = np.arange(rows.size)
+    rank = np.lexsort((np.arange(n), canonical, -ws, ~tied, t))
     first_of_task = np.r_[True, t[rank][1:] != t[rank][:-1]] if n else np.zeros(0, dtype=bool)
     med_sorted = rank[first_of_task]                         # sorted row of each task's medoid
     is_med = np.zeros(n, dtype=bool)

@@ -5,11 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-import numpy as np
-import pandas as pd
-
 from .distances.registry import canonical_kind
-from .error_types import error_types
+from .error_types import pair_error_counts
 
 __all__ = ["REGION_KINDS", "how_departs"]
 
@@ -46,26 +43,22 @@ def how_departs(kind: str, consensus: Sequence[Any], answers: Sequence[Any]) -> 
     kind = canonical_kind(kind)
     if kind not in REGION_KINDS:
         raise ValueError(f"how_departs reads regions ({', '.join(REGION_KINDS)}), not {kind!r}")
-    n = len(answers)
-    if n == 0:
+    if len(answers) == 0:
         return []
-    table = pd.DataFrame({"item": np.repeat(np.arange(n), 2),
-                          "annotator": np.tile(["a consensus", "b answer"], n),
-                          "value": [v for pair in zip(consensus, answers) for v in pair]})
-    pairs = error_types(table, kind=kind).pairs.set_index("item").reindex(np.arange(n))
+    counts, missed, extra = pair_error_counts(consensus, answers, kind=kind)
     noun = _NOUN[kind]
     out = []
-    for row in pairs.itertuples():
+    for (_, moved, label, both), a_only, b_only in zip(counts.tolist(), missed.tolist(), extra.tolist()):
         parts = []
-        if row.unmatched_a:
-            parts.append(f"missed {_count(int(row.unmatched_a), noun)}")
-        if row.unmatched_b:
-            parts.append(f"{_count(int(row.unmatched_b), 'extra ' + noun)}")
-        if row.label:
-            parts.append(f"another label on {_count(int(row.label), noun)}")
-        if row.localization:
-            parts.append(_moved(int(row.localization), noun, kind))
-        if row.both:
-            parts.append(_moved(int(row.both), noun, kind) + " with another label")
+        if a_only:
+            parts.append(f"missed {_count(a_only, noun)}")
+        if b_only:
+            parts.append(f"{_count(b_only, 'extra ' + noun)}")
+        if label:
+            parts.append(f"another label on {_count(label, noun)}")
+        if moved:
+            parts.append(_moved(moved, noun, kind))
+        if both:
+            parts.append(_moved(both, noun, kind) + " with another label")
         out.append("; ".join(parts))
     return out

@@ -271,7 +271,7 @@ def agreement(
     flag_below : float
         ``per_item.flag``: σ below this (0, the default: no item is flagged). The same
         legacy cut as the report's ``flag_below``; the report's own flags are the answer
-        model of docs/formulas.md "Flags" (:mod:`.flags`), which needs a whole project.
+        model of docs/formulas.md "Flags" (:mod:`.annotator_model`), which needs a whole project.
     ks_method : {"exact", "scipy"}
         See :func:`~ls_agreement.metrics.distributional.ks_score`.
     confidence : float

@@ -27,7 +27,7 @@ each pair once (``unmatched`` = regions without a match on either side).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Literal
+from typing import Any, Callable, ClassVar, Literal, Sequence
 
 import numpy as np
 import pandas as pd
@@ -42,7 +42,7 @@ from .distances.registry import canonical_kind
 from .table import CodedTable, Duplicates, code_table, observed_pairs, tabular
 from .errors import BadInput
 
-__all__ = ["ErrorTypesResult", "error_types", "CATEGORIES", "RegionKind"]
+__all__ = ["ErrorTypesResult", "error_types", "pair_error_counts", "CATEGORIES", "RegionKind"]
 
 RegionKind = Literal["boxes", "polygons", "spans", "intervals"]
 #: The disagreement categories of one annotator, in report order.
@@ -129,7 +129,23 @@ def error_types(table: pd.DataFrame, *, kind: RegionKind | None = None,
         (0, 1].
     """
     ct = code_table(table, duplicates)
-    values = list(ct.values)
+    kind, threshold, values, packed, iou = _regions(list(ct.values), kind, threshold)
+    pooled = _value_groups(ct, values)
+    if pooled is not None:
+        return _pooled_result(ct, packed, iou, float(threshold), kind, pooled)
+    i, j = observed_pairs(ct)
+    counts, un_a, un_b = _pair_counts(packed, iou, float(threshold), i, j)
+    annotators = _per_annotator(ct.annotator[i], ct.annotator[j], counts, un_a, un_b, ct.annotator_labels)
+    total = counts.sum(axis=0)
+    return ErrorTypesResult(annotators=annotators, overall=_overall(total, int(un_a.sum() + un_b.sum())),
+                            kind=kind, threshold=float(threshold),
+                            _pairs_of=lambda: _pair_frame(ct, i, j, counts, un_a, un_b))
+
+
+def _regions(values: list, kind: str | None, threshold: float | None
+             ) -> tuple[str, float, list, Any, Callable[[np.ndarray, np.ndarray], np.ndarray]]:
+    """The kind and threshold resolved and checked, the values as measured (spans without
+    their empty ones), their regions packed, their IoU."""
     if kind is not None:
         kind = canonical_kind(kind)
     if kind is None:
@@ -146,17 +162,34 @@ def error_types(table: pd.DataFrame, *, kind: RegionKind | None = None,
         values = [tuple(s for s in v if isinstance(s, Span) and s.end > s.start)
                   if isinstance(v, (tuple, list)) else v for v in values]
     packed = flatten_regions(values, _TYPES[kind], f"error_types ({kind})")
-    iou = _iou_function(kind, packed)
-    pooled = _value_groups(ct, values)
-    if pooled is not None:
-        return _pooled_result(ct, packed, iou, float(threshold), kind, pooled)
-    i, j = observed_pairs(ct)
-    counts, un_a, un_b = _pair_counts(packed, iou, float(threshold), i, j)
-    annotators = _per_annotator(ct.annotator[i], ct.annotator[j], counts, un_a, un_b, ct.annotator_labels)
-    total = counts.sum(axis=0)
-    return ErrorTypesResult(annotators=annotators, overall=_overall(total, int(un_a.sum() + un_b.sum())),
-                            kind=kind, threshold=float(threshold),
-                            _pairs_of=lambda: _pair_frame(ct, i, j, counts, un_a, un_b))
+    return kind, float(threshold), values, packed, _iou_function(kind, packed)
+
+
+def pair_error_counts(a: Sequence[Any], b: Sequence[Any], *, kind: RegionKind | None = None,
+                      threshold: float | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The error classes of aligned value pairs ``(a[k], b[k])``, without a table: what
+    :func:`error_types` counts for each pair of a table, for pairs already chosen (an answer
+    and its task's consensus, on the live path one task at a time).
+
+    Parameters
+    ----------
+    a, b : sequences of region lists, length n each
+    kind, threshold
+        As in :func:`error_types`.
+
+    Returns
+    -------
+    counts : ndarray of int64, shape (n, 4)
+        Matched region pairs per category: agreed, localization, label, both.
+    missed, extra : ndarray of int64, shape (n,)
+        Regions of ``a[k]`` / ``b[k]`` without a match.
+    """
+    if len(a) != len(b):
+        raise BadInput(f"pair_error_counts: {len(a)} values against {len(b)}")
+    n = len(a)
+    _, threshold, _, packed, iou = _regions([v for pair in zip(a, b) for v in pair], kind, threshold)
+    i = np.arange(0, 2 * n, 2, dtype=np.int64)
+    return _pair_counts(packed, iou, threshold, i, i + 1)
 
 
 def _pair_counts(packed: Any, iou: Callable[[np.ndarray, np.ndarray], np.ndarray], threshold: float,

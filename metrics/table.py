@@ -196,7 +196,7 @@ def tabular(*params: str, missing: Literal["drop", "keep"] = "drop",
 
 
 def long_table(table: pd.DataFrame, *, duplicates: Duplicates = "error", missing: Literal["error", "keep"] = "error",
-               name: str = "table") -> pd.DataFrame:
+               name: str = "table", _read_only: bool = False) -> pd.DataFrame:
     """The one validator of a long table (item, annotator, value); every table function uses it.
 
     Parameters
@@ -232,7 +232,9 @@ def long_table(table: pd.DataFrame, *, duplicates: Duplicates = "error", missing
         raise BadInput(f"{name} lacks column(s) {absent}; it has {list(table.columns)}")
     if len(table) == 0:
         raise BadInput(f"{name} is empty: no annotations to compare")
-    df = table.loc[:, list(REQUIRED)]
+    # a caller that only reads the columns gets the table itself when it has just those
+    # (the copy costs more than the check on the live path's one-task tables)
+    df = table if _read_only and tuple(table.columns) == tuple(REQUIRED) else table.loc[:, list(REQUIRED)]
     for col in ("item", "annotator"):
         bad = df[col].isna().to_numpy()
         if bad.any():
@@ -319,7 +321,7 @@ def code_table(table: pd.DataFrame, duplicates: Duplicates = "error") -> CodedTa
     if duplicates not in DUPLICATE_POLICIES:
         raise BadInput(f"duplicates must be one of {DUPLICATE_POLICIES}, got {duplicates!r}")
     # repeats are resolved below, on the sort that groups the items anyway
-    df = long_table(table, duplicates="keep")
+    df = long_table(table, duplicates="keep", _read_only=True)
     values = df["value"].to_numpy()
     item_codes, item_labels = factorize(df["item"].to_numpy())
     ann_codes, ann_labels = factorize(df["annotator"].to_numpy())

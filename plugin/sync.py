@@ -188,14 +188,14 @@ def sync_project(url: str, token: str, project_id: int, settings: Any = None,
         tasks = [without_ours(t) for t in conn.export_tasks(project_id)]
         timings["read"] = time.perf_counter() - t0
 
+        users = conn.users()
+        names = {str(i): e for i, e in users.items() if e}
         t1 = time.perf_counter()
-        report = checked_report(project, tasks, ps.report, project_id)
+        report = checked_report(project, tasks, ps.report, project_id, names)
         timings["compute"] = time.perf_counter() - t1
 
         t2 = time.perf_counter()
         include_preds = bool(getattr(ps.report, "include_predictions", False))
-        users = conn.users()
-        names = {str(i): e for i, e in users.items() if e}
         name_annotators(report, names)
         quality = annotator_quality(report)
         rows = state.task_rows(key)
@@ -297,7 +297,7 @@ def sync_project(url: str, token: str, project_id: int, settings: Any = None,
 
 
 def checked_report(project: Mapping[str, Any], tasks: list[dict[str, Any]], report_settings: Any,
-           project_id: int) -> dict[str, Any]:
+                   project_id: int, annotator_names: Mapping[str, str] | None = None) -> Report:
     """``build_report`` with its failures turned into bad-input errors naming the project."""
     from ls_agreement.plugin.report.build import build_report
 
@@ -305,6 +305,6 @@ def checked_report(project: Mapping[str, Any], tasks: list[dict[str, Any]], repo
     if not config.strip():
         raise BadInput(f"project {project_id} has no labeling config")
     try:
-        return build_report(config, tasks, report_settings)
+        return build_report(config, tasks, report_settings, annotator_names=annotator_names)
     except BadInput as exc:  # AdapterError and the measures' bad arguments; other errors are bugs
         raise BadInput(f"project {project_id}: cannot compute agreement: {exc}") from exc

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 import pandas as pd
 
@@ -90,7 +90,7 @@ def _control_baseline(ctl: ControlReport, table: pd.DataFrame | None) -> Baselin
 
 
 def make_baseline(config_xml: str, mirror: ProjectMirror, settings: ReportSettings, *,
-                  reason: str = "") -> ProjectBaseline:
+                  reason: str = "", annotator_names: Mapping[str, str] | None = None) -> ProjectBaseline:
     """Build the report of the whole mirror and freeze its project-level quantities.
 
     Raises
@@ -99,7 +99,7 @@ def make_baseline(config_xml: str, mirror: ProjectMirror, settings: ReportSettin
         What :func:`~ls_agreement.plugin.report.build.build_report` raises.
     """
     tasks = mirror.export()
-    report = build_report(config_xml, tasks, settings)
+    report = build_report(config_xml, tasks, settings, annotator_names=annotator_names)
     config = parse_config(config_xml, strict=settings.strict)
     ordinal = [n for n, c in report.controls.items()
                if c.distance is not None and get_distance(c.distance).level == "ordinal"]
@@ -119,14 +119,18 @@ def make_baseline(config_xml: str, mirror: ProjectMirror, settings: ReportSettin
 
 
 def _entries(ctl: ControlReport, scores: pd.DataFrame, table: pd.DataFrame) -> dict[str, ItemEntry]:
-    who = table.groupby("item", sort=False)["annotator"].agg(list)
+    # a plain loop: an event's table holds one task's few answers, where pandas' groupby
+    # costs more than the whole rescoring
+    who: dict[Any, list[str]] = {}
+    for item, annotator in zip(table["item"].tolist(), table["annotator"].tolist()):
+        who.setdefault(item, []).append(str(annotator))
     measured = ctl.status == "ok"
     out = {}
     for item, row in zip(scores.index, scores.itertuples(index=False)):
         out[str(item)] = ItemEntry(
             sigma=finite_or_none(row.sigma) if measured else None, alpha=finite_or_none(row.alpha) if measured else None,
             mean_distance=finite_or_none(row.mean_distance), n_pairs=int(row.n_pairs),
-            flag=bool(row.flag) if measured else False, annotators=[str(a) for a in who.get(item, [])])
+            flag=bool(row.flag) if measured else False, annotators=who.get(item, []))
     return out
 
 

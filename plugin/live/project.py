@@ -360,7 +360,8 @@ class LiveProject:
         mirror = mirror if mirror is not None else self.mirror
         assert mirror is not None
         try:
-            base = make_baseline(config or self.config_xml, mirror, self.settings.report, reason=reason)
+            base = make_baseline(config or self.config_xml, mirror, self.settings.report, reason=reason,
+                                 annotator_names=self.names)
         except BadInput as exc:   # AdapterError and the measures' bad arguments; other errors are bugs
             raise BadInput(f"project {self.project_id}: cannot compute agreement: {exc}") from exc
         name_annotators(base.report, self.names)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import warnings as warnings_module
 from contextlib import contextmanager
 from functools import partial
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -304,7 +304,8 @@ def _measured_control(ctl: ControlData, settings: ReportSettings) -> ControlRepo
 
 
 def build_report(config_xml: str, tasks: list[dict], settings: ReportSettings | None = None,
-                 *, only_items: Iterable | None = None, workers: int = 1) -> Report:
+                 *, only_items: Iterable | None = None, annotator_names: Mapping[str, str] | None = None,
+                 workers: int = 1) -> Report:
     """Agreement report of a Label Studio project (contract in docs/report.md, README).
 
     Parameters
@@ -318,6 +319,9 @@ def build_report(config_xml: str, tasks: list[dict], settings: ReportSettings | 
         Restrict the per-task output (``controls.*.items`` and ``tasks``) to these tasks.
         The numbers are still computed on the whole project: the chance baseline and d*
         depend on every task.
+    annotator_names : mapping of str to str, optional
+        Annotator id -> name (Label Studio's users: an export's ``completed_by`` holds ids
+        only), so that the tasks' reasons name people, not numbers.
     workers : int
         Measure the controls in up to this many worker processes (:mod:`.parallel`; the
         numbers are the same as with 1, the default: every control in this process); 0:
@@ -341,6 +345,10 @@ def build_report(config_xml: str, tasks: list[dict], settings: ReportSettings | 
     with collect_warnings(caught_adapting, "reading the project"):
         adapted = adapt(config_xml, tasks, strict=settings.strict,
                         include_predictions=settings.include_predictions)
+    if annotator_names:
+        for ctl in adapted.controls.values():
+            seen = set(map(str, ctl.table["annotator"].unique())) if len(ctl.table) else set()
+            ctl.annotator_names.update({a: n for a, n in annotator_names.items() if a in seen and n})
     _check_forced_distances(settings, adapted.controls)
     unknown = sorted(set(settings.distances) - set(adapted.controls))
     warnings = list(adapted.warnings) + caught_adapting

@@ -122,8 +122,16 @@ def _distance_model(f: Any) -> DistanceModel:
 # ---------------------------------------------------------------------------------------
 
 def _name(names: Mapping[str, str], a: str) -> str:
-    n = names.get(a)
-    return f"{n} ({a})" if n and n != a else a
+    # a reviewer knows people by name or email; Label Studio's user ids differ per server
+    return names.get(a) or a
+
+
+def _rows_by_task(task_of: np.ndarray, n_tasks: int) -> list[list[int]]:
+    """The answer rows of each task, shape (n_tasks,) of lists, in input order."""
+    order = np.argsort(task_of, kind="stable")
+    bounds = np.searchsorted(task_of[order], np.arange(n_tasks + 1)).tolist()
+    order = order.tolist()
+    return [order[bounds[t]:bounds[t + 1]] for t in range(n_tasks)]
 
 
 def _reason(rec: "ItemEntry", named: list[tuple[str, float]], others: list[str], split: str | None,
@@ -145,13 +153,13 @@ def _read_labels(entry: "ControlReport", model: LabelModel, table: pd.DataFrame,
     vals = [_plain(v) for v in table["value"]]
     r = read_labels(model, item, who, vals)
     best = dict(zip(model.annotators, model.sound_best))
-    rows = pd.Series(np.arange(len(vals))).groupby(r.task_of).agg(list)
+    rows = _rows_by_task(r.task_of, len(r.items))
     for t, key in enumerate(r.items):
         rec = items.get(str(key))
         if rec is None:
             continue
         cons = model.classes[int(r.consensus[t])]
-        answers = rows.get(t, [])
+        answers = rows[t]
         rec.p_flag, rec.p_ambiguous = float(r.p_flag[t]), float(r.p_ambiguous[t])
         rec.ambiguity_lr = finite_or_none(r.log_lr_ambiguous[t])
         rec.consensus, rec.consensus_p = cons, float(r.consensus_p[t])
@@ -178,7 +186,7 @@ def _read_distances(entry: "ControlReport", model: DistanceModel, table: pd.Data
     vals = list(table["value"])
     r = read_consensus(model, task_pairs(item, vals, model.distance), who)
     med = r.medoids
-    rows = pd.Series(np.arange(len(vals))).groupby(med.task_of).agg(list)
+    rows = _rows_by_task(med.task_of, len(med.items))
     named_rows = np.flatnonzero((r.p_departs >= _NAMED_FROM) & ~med.is_consensus)
     cons_row = med.consensus[med.task_of]
     how: dict[int, str] = {}
@@ -192,7 +200,7 @@ def _read_distances(entry: "ControlReport", model: DistanceModel, table: pd.Data
         rec = items.get(str(key))
         if rec is None:
             continue
-        answers = rows.get(t, [])
+        answers = rows[t]
         c = int(med.consensus[t])
         rec.p_flag, rec.p_ambiguous = float(r.p_flag[t]), float(r.p_ambiguous[t])
         rec.ambiguity_lr = finite_or_none(r.log_lr_ambiguous[t])

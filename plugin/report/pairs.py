@@ -39,8 +39,7 @@ MIN_PAIR_ITEMS = 3
 #: Confused label pairs kept per control.
 TOP_CONFUSIONS = 10
 # region values join a region's several labels with "|" (adapters/fields.py label_key)
-_REGION_KINDS = {"boxes", "polygons", "keypoints", "spans", "masks", "ellipses", "curves", "intervals",
-                 "tracks"}
+_REGION_KINDS = {"boxes", "polygons", "keypoints", "spans", "masks", "ellipses", "curves", "intervals", "tracks"}
 
 
 def _interval(lo: Any, hi: Any) -> tuple[float | None, float | None]:

@@ -31,7 +31,8 @@ def test_medoids_match_a_plain_loop() -> None:
         sums = {r: sum(weight[o] * dist(values[r], values[o]) for o in rows if o != r) for r in rows}
         low = min(sums.values())
         tied = [r for r in rows if sums[r] <= low * (1 + 1e-12) + 1e-12]
-        best = max(tied, key=lambda r: (weight[r], -r))
+        heaviest = max(weight[r] for r in tied)
+        best = min((r for r in tied if weight[r] >= heaviest - 1e-12), key=lambda r: (repr(values[r]), r))
         assert med.consensus[t] == best
         for r in rows:
             if len(rows) == 1:
@@ -40,6 +41,21 @@ def test_medoids_match_a_plain_loop() -> None:
                 assert med.distance[r] == pytest.approx(min(dist(values[r], values[o]) for o in rows if o != r))
             else:
                 assert med.distance[r] == pytest.approx(dist(values[r], values[best]))
+
+
+def test_a_tie_goes_to_the_same_answer_whatever_the_row_order() -> None:
+    """Two answers on a task are always tied: the consensus is the same answer when the
+    rows come in another order (two databases export annotations in their own order)."""
+    rng = np.random.default_rng(1)
+    item = np.repeat(np.arange(40), 2)
+    values = [(Box(float(x), 10.0, 10.0, 10.0, label="car"),) for x in rng.uniform(0, 50, 80)]
+    dist = get_distance("boxes.iou")
+    first = medoids(task_pairs(item, values, dist))
+    perm = rng.permutation(80)
+    second = medoids(task_pairs(item[perm], [values[k] for k in perm], dist))
+    chosen = {item[r]: values[r] for r in first.consensus}
+    again = {item[perm][r]: values[perm[r]] for r in second.consensus}
+    assert chosen == again
 
 
 def _model(rng: np.random.Generator, names: list[str]) -> DistanceModel:

@@ -109,9 +109,9 @@ def test_demo_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert code == 0, out
     careless = next(a.email for a in demo_data.ANNOTATORS if a.careless)
 
-    # The printed table: careless first (lowest sigma) and marked.
+    # The printed table: careless first (least reliable in the annotator model) and marked.
     table = out[out.index("Per annotator"):].splitlines()
-    assert table[3].startswith(careless) and "lowest agreement" in table[3]
+    assert table[3].startswith(careless) and "least reliable" in table[3]
     assert "/projects/" in out and "?tab=" in out
 
     # Second run on the same data dir: the database and the project are reused; read the

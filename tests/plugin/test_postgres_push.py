@@ -40,6 +40,21 @@ def _same_json(a: Any, b: Any) -> bool:
     return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
 
 
+def _first_difference(a: Any, b: Any, path: str = "") -> str:
+    """Where two JSON values first differ, for the assertion's message."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in sorted(set(a) | set(b), key=str):
+            if k not in a or k not in b:
+                return f"{path}/{k}: only in {'second' if k not in a else 'first'}"
+            if not _same_json(a[k], b[k]):
+                return _first_difference(a[k], b[k], f"{path}/{k}")
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for k, (x, y) in enumerate(zip(a, b)):
+            if not _same_json(x, y):
+                return _first_difference(x, y, f"{path}[{k}]")
+    return f"{path}: {json.dumps(a, sort_keys=True)[:300]} != {json.dumps(b, sort_keys=True)[:300]}"
+
+
 def _ours(task: dict[str, Any], key: str) -> dict[str, Any]:
     """A task's values from us and the user's keys, keyed for comparison across projects:
     timestamps and the annotations' fingerprint dropped (ids differ between projects)."""
@@ -48,7 +63,25 @@ def _ours(task: dict[str, Any], key: str) -> dict[str, Any]:
     if isinstance(meta.get(META_KEY), dict):
         meta[META_KEY].pop("updated", None)
         meta[META_KEY].pop("fingerprint", None)
+        for name, ctl in (meta[META_KEY].get("controls") or {}).items():
+            if isinstance(ctl, dict) and ctl.get("consensus_by") is not None:
+                ctl["consensus_by"] = _answer(task, ctl["consensus_by"], name)
     return {"key": task["data"][key], "data": data, "meta": meta}
+
+
+def _answer(task: dict[str, Any], user: str, control: str) -> list[Any]:
+    """The answer of ``user`` to ``control`` on ``task``: who gave the consensus is compared
+    by what they answered. Annotators with equal answers tie, and a tie goes to the first
+    annotation in the export, whose order neither database guarantees."""
+    def by(a: dict[str, Any]) -> str:
+        who = a.get("completed_by")
+        return str(who.get("id") if isinstance(who, dict) else who)
+
+    answer = sorted(json.dumps({k: r.get(k) for k in ("type", "value")}, sort_keys=True)
+                    for a in task.get("annotations", []) if by(a) == str(user)
+                    for r in a.get("result", []) if r.get("from_name") == control)
+    assert answer, (task["id"], user, control)   # the consensus is someone's answer
+    return answer
 
 
 def _by(tasks: dict[int, dict[str, Any]], key: str) -> dict[str, dict[str, Any]]:
@@ -214,7 +247,8 @@ def test_demo_project_gets_the_same_values_on_postgres_as_on_sqlite(
                         pytest.approx(report["tasks"][str(tid)]["sigma"], abs=5e-4)
                     assert (META_KEY in t["meta"]) is meta
             assert len(seen["postgres"]) == 30
-            assert _same_json(seen["postgres"], seen["sqlite"])
+            assert _same_json(seen["postgres"], seen["sqlite"]), \
+                _first_difference(seen["postgres"], seen["sqlite"])
     finally:
         for server, pid, _ in projects.values():
             server.client().projects.delete(id=pid)
