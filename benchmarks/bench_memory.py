@@ -4,8 +4,11 @@ and 100,000 tasks (1,000,000 with ``--million``) against ``json.load`` of the sa
 Each export is written once by :mod:`benchmarks.big_export` (the demo's generator: five
 controls, 3-5 of six annotators per task) into ``--dir`` and reused. Both commands run as
 child processes of this one, one after the other, and each child's wall-clock time, CPU
-time (user + system) and peak resident memory (``ru_maxrss`` from ``os.wait4``, the
-child's own) are printed side by side: ``json.load`` only reads the file, so it is the
+time (user + system, the report's worker processes included) and peak memory are printed
+side by side -- ``ru_maxrss`` from ``os.wait4`` (the largest single process) and, as the
+report measures its controls in worker processes, the peak of the PSS summed over the
+whole process tree (sampled every 0.2 s; copy-on-write pages shared with the parent count
+once), the figure held against the targets: ``json.load`` only reads the file, so it is the
 floor any reader of the whole document pays. Targets: 100,000 tasks in ≤ 60 s and ≤ 2 GB;
 1,000,000 tasks in ≤ 15 min and ≤ 4 GB. The load average is printed too: on a shared
 machine the wall-clock time stretches while the CPU time does not.
@@ -25,6 +28,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -35,18 +39,74 @@ TARGETS = {100_000: (60.0, 2.0), 1_000_000: (900.0, 4.0)}   # tasks -> (wall s, 
 DEFAULT_DIR = Path(tempfile.gettempdir()) / "ls-agreement-bench-memory"
 
 
+def _tree(pid: int) -> list[int]:
+    """``pid`` and its descendants (Linux ``/proc/PID/task/TID/children``)."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        try:
+            for tid in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{tid}/children") as fh:
+                    todo.extend(int(c) for c in fh.read().split())
+        except OSError:
+            continue
+    return out
+
+
+def _pss(pid: int) -> int:
+    """Proportional set size of one process in bytes (its shared pages split among their
+    users: a forked worker's pages still shared with its parent count once over the tree)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as fh:
+            for line in fh:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+class _TreeMemory(threading.Thread):
+    """Samples the summed PSS of a process and its descendants (the report's worker
+    processes) every ``every`` seconds; ``peak`` is the largest sum seen. ``ru_maxrss``
+    alone would miss workers: it is the largest *single* process of the tree."""
+
+    def __init__(self, pid: int, every: float = 0.2) -> None:
+        super().__init__(daemon=True)
+        self.pid, self.every, self.peak, self.most = pid, every, 0, 1
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.wait(self.every):
+            pids = _tree(self.pid)
+            self.peak = max(self.peak, sum(_pss(p) for p in pids))
+            self.most = max(self.most, len(pids))
+
+
 def _run(args: list[str], env: dict[str, str] | None = None) -> dict[str, float]:
-    """Run a child process; its wall time, CPU seconds and peak RSS (bytes)."""
+    """Run a child process; its wall time, CPU seconds (its own and its waited-for
+    children's), peak RSS of the largest single process (bytes) and peak PSS summed over
+    the process tree (``tree``, sampled; the figure to hold against a memory target)."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    sampler = _TreeMemory(proc.pid) if os.path.exists(f"/proc/{proc.pid}") else None
+    if sampler:
+        sampler.start()
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
+    if sampler:
+        sampler.done.set()
+        sampler.join()
     err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
     proc.stderr and proc.stderr.close()
     code = os.waitstatus_to_exitcode(status)
     if code != 0:
         raise RuntimeError(f"{' '.join(args[:4])} ... exited {code}: {err[-2000:]}")
-    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "peak": usage.ru_maxrss * 1024.0}
+    peak = usage.ru_maxrss * 1024.0
+    tree = max(float(sampler.peak), peak) if sampler else peak
+    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "peak": peak, "tree": tree,
+            "procs": float(sampler.most) if sampler else 1.0}
 
 
 def _export(directory: Path, n: int, seed: int) -> Path:
@@ -66,7 +126,8 @@ def _report_cmd(export: Path, config: Path, out: Path) -> list[str]:
 
 
 def _fmt(r: dict[str, float]) -> str:
-    return f"{r['wall']:7.1f} s wall {r['cpu']:7.1f} s CPU {r['peak'] / 2 ** 30:6.2f} GB"
+    tree = f" (all {r['procs']:.0f} processes: {r['tree'] / 2 ** 30:5.2f} GB)" if r["procs"] > 1 else ""
+    return f"{r['wall']:7.1f} s wall {r['cpu']:7.1f} s CPU {r['peak'] / 2 ** 30:6.2f} GB{tree}"
 
 
 def _numbers(report: dict[str, Any]) -> dict[str, float]:
@@ -134,10 +195,10 @@ def main(argv: list[str] | None = None) -> None:
         verdict = ""
         if n in TARGETS:
             wall_t, gb_t = TARGETS[n]
-            ok = rep["wall"] <= wall_t and rep["peak"] <= gb_t * 2 ** 30
+            ok = rep["wall"] <= wall_t and rep["tree"] <= gb_t * 2 ** 30
             verdict = f"  target ≤ {wall_t:.0f} s, ≤ {gb_t:.0f} GB: {'met' if ok else 'NOT met'}"
         print(f"  ls-agreement report {_fmt(rep)}  (× json.load: {rep['wall'] / ref['wall']:.1f} wall, "
-              f"{rep['peak'] / ref['peak']:.2f} memory; {rep['peak'] / size:.2f} × the file){verdict}", flush=True)
+              f"{rep['tree'] / ref['peak']:.2f} memory; {rep['tree'] / size:.2f} × the file){verdict}", flush=True)
         if args.compare:
             other = args.dir / f"report-{n}-compare.json"
             env = dict(os.environ, PYTHONPATH=args.compare)

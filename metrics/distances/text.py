@@ -51,6 +51,8 @@ def _ngram_counts(ids: tuple[int, ...], n_max: int = 4) -> list[Counter]:
 
 
 def _clipped(hyp: Counter, ref: Counter) -> int:
+    """Clipped n-gram matches, ``sum(min(hyp[g], ref[g]))`` over the shared n-grams: the
+    same in both directions, so BLEU's two directions share one count."""
     return sum(min(c, ref[g]) for g, c in hyp.items() if g in ref)
 
 
@@ -63,7 +65,12 @@ def bleu_from_counts(hyp: list[Counter], hyp_len: int, ref: list[Counter], ref_l
     so the values are identical.
     """
     nums = [_clipped(h, r) for h, r in zip(hyp, ref)]
-    dens = [max(1, sum(h.values())) for h in hyp]
+    return _bleu(nums, [max(1, sum(h.values())) for h in hyp], hyp_len, ref_len, smoothing)
+
+
+def _bleu(nums: list[int], dens: list[int], hyp_len: int, ref_len: int, smoothing: str) -> float:
+    """BLEU's float part from the clipped matches and the hypothesis' n-gram counts per
+    order (:func:`bleu_from_counts`; split out so both directions reuse ``nums``)."""
     if nums[0] == 0:
         return 0.0
     p: list[float] = []
@@ -158,10 +165,15 @@ class TextDistance(Distance):
                 tp = sum(_clipped(gx, gy) for gx, gy in zip(grams[x], grams[y]))
                 out[n] = 1.0 - (tp / n_all if n_all > 0 else 0.0)
             return out
+        # per sentence, its n-gram count per order (BLEU's denominators), computed once
+        dens = [[max(1, sum(c.values())) for c in g] for g in grams]
+        sm = self.smoothing
         for n, (x, y) in enumerate(zip(ka.tolist(), kb.tolist())):
             lx, ly = len(ids[x]), len(ids[y])
-            fwd = bleu_from_counts(grams[y], ly, grams[x], lx, self.smoothing)
-            bwd = fwd if x == y else bleu_from_counts(grams[x], lx, grams[y], ly, self.smoothing)
+            # clipped matches are symmetric: one count serves both directions
+            nums = [_clipped(gx, gy) for gx, gy in zip(grams[x], grams[y])]
+            fwd = _bleu(nums, dens[y], ly, lx, sm)
+            bwd = fwd if x == y else _bleu(nums, dens[x], lx, ly, sm)
             out[n] = 1.0 - (fwd + bwd) / 2.0
         return out
 
