@@ -29,6 +29,8 @@ from typing import Any, Iterable
 
 import pandas as pd
 
+from ls_agreement.metrics.model import Span
+
 from . import (choices, intervals, masks, pairwise, per_region, ranking, regions, relations, scalars, shapes, spans,
                text, tracks)
 from .chat import Conversation, TaskMessages
@@ -57,8 +59,12 @@ _EAGER_FAMILIES = (choices, ranking, scalars, pairwise, text, spans)
 
 
 def _shared(same: dict, v: Any) -> Any:
-    """The first value equal to ``v`` seen on this control (``v`` itself if new or unhashable)."""
+    """The first value equal to ``v`` seen on this control (``v`` itself if new or unhashable).
+    Spans compare without their text snippet, which the key adds: equal offsets on two
+    tasks' texts are other words, and each task keeps its own."""
     try:
+        if type(v) is tuple and v and type(v[0]) is Span:
+            return same.setdefault((v, tuple(s.text for s in v)), v)
         return same.setdefault(v, v)
     except TypeError:
         return v

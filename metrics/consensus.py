@@ -146,6 +146,18 @@ def task_pairs(item: Sequence[Hashable] | np.ndarray, values: Sequence[Any], dis
                      values=vals)
 
 
+def _canonical(v: Any) -> str:
+    """A text of ``v`` that equal values share whatever their hash seed (a set's repr
+    follows its hash order)."""
+    if isinstance(v, (set, frozenset)):
+        return "{" + ",".join(sorted(_canonical(x) for x in v)) + "}"
+    if isinstance(v, (tuple, list)):
+        return "(" + ",".join(_canonical(x) for x in v) + ")"
+    if isinstance(v, dict):
+        return "{" + ",".join(sorted(f"{_canonical(k)}:{_canonical(x)}" for k, x in v.items())) + "}"
+    return repr(v)
+
+
 def medoids(pairs: TaskPairs, weight: np.ndarray | None = None) -> Medoids:
     """Each task's medoid, and each answer's distance to it.
 
@@ -177,7 +189,7 @@ def medoids(pairs: TaskPairs, weight: np.ndarray | None = None) -> Medoids:
     still = candidate & (np.bincount(t, weights=candidate, minlength=starts.size) > 1)[t]
     if still.any() and len(pairs.values) == n:   # the values' text orders the few ties left
         rows = np.flatnonzero(still)
-        canonical[rows[np.argsort([repr(pairs.values[r]) for r in rows], kind="stable")]] = np.arange(rows.size)
+        canonical[rows[np.argsort([_canonical(pairs.values[r]) for r in rows], kind="stable")]] = np.arange(rows.size)
     rank = np.lexsort((np.arange(n), canonical, -ws, ~tied, t))
     first_of_task = np.r_[True, t[rank][1:] != t[rank][:-1]] if n else np.zeros(0, dtype=bool)
     med_sorted = rank[first_of_task]                         # sorted row of each task's medoid

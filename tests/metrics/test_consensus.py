@@ -32,7 +32,7 @@ def test_medoids_match_a_plain_loop() -> None:
         low = min(sums.values())
         tied = [r for r in rows if sums[r] <= low * (1 + 1e-12) + 1e-12]
         heaviest = max(weight[r] for r in tied)
-        best = min((r for r in tied if weight[r] >= heaviest - 1e-12), key=lambda r: (repr(values[r]), r))
+        best = min((r for r in tied if weight[r] >= heaviest - 1e-12), key=lambda r: (repr(values[r]), r))   # floats: repr is canonical
         assert med.consensus[t] == best
         for r in rows:
             if len(rows) == 1:
