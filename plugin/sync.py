@@ -18,7 +18,7 @@ from typing import Any, Callable, Mapping
 
 from .annotator_report import annotator_quality, write_reports
 from .report.model import Report, to_jsonable
-from .client import BadInput, Connection, LabelStudioError, RetryPolicy
+from .client import BadInput, Connection, RetryPolicy
 from .consensus import ConsensusOutcome, ours_by_task, push_consensus, without_ours
 from .push import push
 from .pushback import PushOutcome, Write, current_of, desired_for, fingerprint, needs_write
