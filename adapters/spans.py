@@ -120,6 +120,9 @@ def token_table(control: Any, tokenizer: str = SPAN_TOKENIZER) -> tuple[pd.DataF
     if memo is not None and memo[0] == tokenizer and memo[2] is control.table:
         return memo[1]   # the report reads it twice (span distances, then span F1): tokenized once
     rows, n_tokens, warnings = [], {}, []
+    # every distinct text tokenized once for the whole control (a project repeats a few
+    # thousand texts over its tasks in any order: more than token_bounds' cache holds)
+    bounds: dict[str, tuple] = {}
     for item, grp in control.table.groupby("item", sort=False):
         text = control.texts.get(item)
         if text is None:
@@ -134,9 +137,9 @@ def token_table(control: Any, tokenizer: str = SPAN_TOKENIZER) -> tuple[pd.DataF
             try:
                 n, tok = done[key]
             except KeyError:
-                n, tok = done[key] = char_spans_to_tokens(text, spans, tokenizer)
+                n, tok = done[key] = char_spans_to_tokens(text, spans, tokenizer, bounds)
             except TypeError:  # an unhashable label: no reuse
-                n, tok = char_spans_to_tokens(text, spans, tokenizer)
+                n, tok = char_spans_to_tokens(text, spans, tokenizer, bounds)
             n_tokens[item] = n
             rows.append((item, ann, tok))
     out = pd.DataFrame(rows, columns=["item", "annotator", "value"]), n_tokens, warnings

@@ -43,7 +43,8 @@ def token_bounds(text: str, tokenizer: str) -> tuple[np.ndarray, np.ndarray]:
     return arr[:, 0].copy(), arr[:, 1].copy()
 
 
-def char_spans_to_tokens(text: str, spans: Sequence[Span], tokenizer: str = "nltk"
+def char_spans_to_tokens(text: str, spans: Sequence[Span], tokenizer: str = "nltk",
+                         bounds: dict[str, tuple[np.ndarray, np.ndarray]] | None = None
                          ) -> tuple[int, tuple[Span, ...]]:
     """Map character-offset spans (Label Studio) to token offsets.
 
@@ -57,6 +58,10 @@ def char_spans_to_tokens(text: str, spans: Sequence[Span], tokenizer: str = "nlt
         ``nltk``: ``NLTKWordTokenizer().span_tokenize`` (Treebank rules, no data
         download); ``wordpunct``: ``WordPunctTokenizer``; ``chars``: every character
         is a token.
+    bounds : dict text -> token bounds, optional
+        The caller's memo of tokenized texts (``token_bounds``' own cache holds 4,096
+        texts: a project with more distinct texts, read task by task, would tokenize
+        most of them again and again; the caller keeps its memo as long as it reads).
 
     Returns
     -------
@@ -73,7 +78,13 @@ def char_spans_to_tokens(text: str, spans: Sequence[Span], tokenizer: str = "nlt
                              f"text of {n_chars} characters")
     if tokenizer == "chars":
         return n_chars, tuple(sp for sp in spans if sp.end > sp.start)
-    tok_start, tok_end = token_bounds(text, tokenizer)
+    if bounds is None:
+        tok_start, tok_end = token_bounds(text, tokenizer)
+    else:
+        got = bounds.get(text)
+        if got is None:
+            got = bounds[text] = token_bounds(text, tokenizer)
+        tok_start, tok_end = got
     if not spans:
         return int(tok_start.size), ()
     cs = np.fromiter((sp.start for sp in spans), dtype=np.int64, count=len(spans))

@@ -14,7 +14,8 @@ in the controls' order. Why fork, and why by name:
   generator seeded by ``settings.seed`` (``metrics.bootstrap``), never from a stream shared
   with the other controls, so the order in which controls run changes nothing.
 
-The largest controls start first (longest-first keeps the workers busy to the end). A
+The largest controls start first (longest-first keeps the workers busy to the end), each
+in a fresh process that ends with it, so a worker's memory is one control's at a time. A
 worker that fails for any reason (a result that will not pickle, a killed process) is not
 the end of the report: that control is measured again here, in this process, so its real
 error -- with its traceback -- is the one raised. Fork is used only where it is safe and
@@ -27,7 +28,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import threading
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Callable, Mapping, TypeVar
 
 from ls_agreement.adapters.control import ControlData
@@ -87,14 +88,29 @@ def measure_controls(controls: Mapping[str, ControlData], measure: Callable[[Con
     order = sorted(names, key=lambda n: -len(controls[n].table))
     _JOB = (controls, measure)
     out: dict[str, R] = {}
+    failed: list[str] = []
+    fork = multiprocessing.get_context("fork")
+    running: dict[Future, tuple[str, ProcessPoolExecutor]] = {}
     try:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as pool:
-            futures: dict[str, Future] = {n: pool.submit(_run_named, n) for n in order}
-            for n in order:
+        while order or running:
+            while order and len(running) < workers:
+                # a fresh process per control: what one control's work left in a worker's
+                # heap (freed, but kept by the allocator) is never carried into the next
+                n = order.pop(0)
+                pool = ProcessPoolExecutor(max_workers=1, mp_context=fork)
+                running[pool.submit(_run_named, n)] = (n, pool)
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for fut in done:
+                n, pool = running.pop(fut)
+                pool.shutdown(wait=True)
                 try:
-                    out[n] = futures[n].result()
-                except Exception:  # measured again here: its own error, with its traceback
-                    out[n] = measure(controls[n])
+                    out[n] = fut.result()
+                except Exception:  # measured again below: its own error, with its traceback
+                    failed.append(n)
     finally:
+        for n, pool in running.values():
+            pool.shutdown(wait=False, cancel_futures=True)
         _JOB = None
+    for n in failed:
+        out[n] = measure(controls[n])
     return {n: out[n] for n in names}
