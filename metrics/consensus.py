@@ -26,7 +26,7 @@ EM; reading a task needs only its own answers and the fitted numbers (:func:`rea
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Hashable, Sequence
 
 import numpy as np
@@ -107,6 +107,8 @@ class TaskPairs:
     d : ndarray, shape (n_pairs,)
     values : sequence, shape (N,)
         The answers in ``order`` (ties between medoids are broken by what they say).
+    keys : ndarray of int, shape (N,)
+        Equal answers share a key (``value_keys`` of ``values``).
     """
 
     items: np.ndarray
@@ -117,6 +119,9 @@ class TaskPairs:
     j: np.ndarray
     d: np.ndarray
     values: Sequence[Any] = ()
+    keys: np.ndarray | None = None
+    # canonical texts of the values already read (medoids runs several times on one set of pairs)
+    texts: dict[int, str] = field(default_factory=dict, compare=False, repr=False)
 
 
 def task_pairs(item: Sequence[Hashable] | np.ndarray, values: Sequence[Any], distance: DistanceLike) -> TaskPairs:
@@ -140,10 +145,11 @@ def task_pairs(item: Sequence[Hashable] | np.ndarray, values: Sequence[Any], dis
     starts = np.flatnonzero(np.r_[True, t[1:] != t[:-1]]) if n else np.zeros(0, dtype=np.int64)
     i, j = _within_pairs(starts, np.diff(np.r_[starts, n]))
     vals = [values[k] for k in order]
-    d = (np.asarray(compute_distinct(dist, dist.prepare(vals), value_keys(vals), i, j), dtype=float)
+    keys = value_keys(vals)
+    d = (np.asarray(compute_distinct(dist, dist.prepare(vals), keys, i, j), dtype=float)
          if i.size else np.zeros(0))
     return TaskPairs(items=np.asarray(items), task_of=task.astype(np.int64), order=order, starts=starts, i=i, j=j, d=d,
-                     values=vals)
+                     values=vals, keys=keys)
 
 
 def _canonical(v: Any) -> str:
@@ -187,9 +193,22 @@ def medoids(pairs: TaskPairs, weight: np.ndarray | None = None) -> Medoids:
     candidate = tied & (ws >= heaviest[t] - 1e-12)
     canonical = np.zeros(n)
     still = candidate & (np.bincount(t, weights=candidate, minlength=starts.size) > 1)[t]
-    if still.any() and len(pairs.values) == n:   # the values' text orders the few ties left
-        rows = np.flatnonzero(still)
-        canonical[rows[np.argsort([_canonical(pairs.values[r]) for r in rows], kind="stable")]] = np.arange(rows.size)
+    if still.any() and pairs.keys is not None and len(pairs.values) == n:
+        # ties of equal answers need no order (any of them says the same); the values'
+        # text orders the others, each distinct value read once
+        k = pairs.keys
+        lo = np.full(starts.size, np.iinfo(np.int64).max)
+        hi = np.full(starts.size, np.iinfo(np.int64).min)
+        np.minimum.at(lo, t[still], k[still])
+        np.maximum.at(hi, t[still], k[still])
+        rows = np.flatnonzero(still & (lo != hi)[t])
+        if rows.size:
+            texts = pairs.texts
+            for key, r in zip(k[rows].tolist(), rows.tolist()):
+                if key not in texts:
+                    texts[key] = _canonical(pairs.values[r])
+            order_of = np.argsort([texts[key] for key in k[rows].tolist()], kind="stable")
+            canonical[rows[order_of]] = np.arange(rows.size)
     rank = np.lexsort((np.arange(n), canonical, -ws, ~tied, t))
     first_of_task = np.r_[True, t[rank][1:] != t[rank][:-1]] if n else np.zeros(0, dtype=bool)
     med_sorted = rank[first_of_task]                         # sorted row of each task's medoid
