@@ -45,7 +45,8 @@ case "$cmd" in
     fi
     exec .venv/bin/python -m pytest "$@" ;;
   bench) exec .venv/bin/python -m benchmarks "$@" ;;
-  # outside CI: the plugin's server tests against several Label Studio releases (args: releases)
+  # outside CI: the plugin's server tests and the demo's table on several Label Studio releases
+  # (args: releases, --demo-only)
   compat) exec .venv/bin/python tests/compat_matrix.py "$@" ;;
   *)     echo "usage: bash run.sh demo|test|bench|compat [args]"; exit 2 ;;
 esac

@@ -1,10 +1,11 @@
 """`bash run.sh compat`: the plugin's server tests against several Label Studio releases.
 
-Not part of CI (each release is a 3-4 minute install and the server tests take minutes per
-release). Each release runs in its own pytest process with ``LS_AGREEMENT_LS_VERSION`` set,
-so the fixtures install that release into its own cached virtualenv and build its own
-migrated template; the matrix of passed / failed / skipped per test file is printed as a
-Markdown table (the README shows the last one), with each release's wall time.
+Not part of CI: each release is a 2-5 minute install once, then about 20 minutes of server
+tests on a shared machine. Each release runs in its own pytest process with
+``LS_AGREEMENT_LS_VERSION`` set, so the fixtures install that release into its own cached
+virtualenv and build its own migrated template; the matrix of passed / failed / skipped per
+test file is printed as a Markdown table with each release's wall time (README "Label Studio
+releases and the SDK" shows the last one).
 
 Then ``ls-agreement demo`` runs on each release (a fresh data dir, the server stopped at the
 end) and its per-annotator table (the lines from "Per annotator" to "Flagged tasks", i.e.
