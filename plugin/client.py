@@ -281,7 +281,13 @@ class Connection:
             chunks = self.sdk.projects.exports.download_sync(
                 project_id, export_type="JSON", download_all_tasks=True,
                 request_options=opts)
-            payload = json.loads(b"".join(chunks))
+            body = b"".join(chunks)
+            try:
+                payload = json.loads(body)
+            except ValueError as exc:
+                # a body cut short (Label Studio answered an export with 0 bytes while its
+                # tasks were being written): a transport failure, read again
+                raise ConnectionError(f"the export's body is not JSON ({len(body)} bytes): {exc}") from exc
             if not isinstance(payload, list):
                 raise ValueError("export is not a JSON list")
             return payload

@@ -60,9 +60,14 @@ def make_tasks(user_ids: list[int], n: int = 6) -> list[dict[str, Any]]:
 
 
 def export(client: Any, pid: int) -> dict[int, dict[str, Any]]:
-    tasks = json.loads(b"".join(client.projects.exports.download_sync(
-        pid, export_type="JSON", download_all_tasks=True)))
-    return {int(t["id"]): t for t in tasks}
+    # Label Studio has answered an export with an empty body while tasks were being
+    # written (the plugin's own reader retries it the same way)
+    for attempt in range(3):
+        body = b"".join(client.projects.exports.download_sync(pid, export_type="JSON", download_all_tasks=True))
+        if body.strip() or attempt == 2:
+            return {int(t["id"]): t for t in json.loads(body)}
+        time.sleep(1.0)
+    raise AssertionError("unreachable")
 
 
 def wait_for(cond: Callable[[], Any], timeout: float, what: str, step: float = 0.5) -> Any:

@@ -7,6 +7,7 @@ and — for "a second sync writes nothing" — the tasks' ``updated_at`` stamps.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -81,9 +82,14 @@ def settings(**sync: Any) -> PluginSettings:
 
 
 def export(client: Any, pid: int) -> dict[int, dict[str, Any]]:
-    tasks = json.loads(b"".join(client.projects.exports.download_sync(
-        pid, export_type="JSON", download_all_tasks=True)))
-    return {int(t["id"]): t for t in tasks}
+    # Label Studio has answered an export with an empty body while tasks were being
+    # written (the plugin's own reader retries it the same way)
+    for attempt in range(3):
+        body = b"".join(client.projects.exports.download_sync(pid, export_type="JSON", download_all_tasks=True))
+        if body.strip() or attempt == 2:
+            return {int(t["id"]): t for t in json.loads(body)}
+        time.sleep(1.0)
+    raise AssertionError("unreachable")
 
 
 @pytest.fixture
