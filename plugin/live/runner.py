@@ -14,7 +14,7 @@ from ..settings import PluginSettings
 from ..state import SyncState
 from ..sync import SyncResult
 from .baseline import ProjectBaseline
-from .project import BASELINE, RECONCILE, LiveOutcome, LiveProject
+from .project import BASELINE, RECONCILE, LiveOutcome, LiveProject, _log
 
 __all__ = ["LiveRunner", "SharedStore", "LiveProject", "LiveOutcome", "RECONCILE", "BASELINE"]
 
@@ -69,10 +69,20 @@ class LiveRunner:
             shared = self.shared
             self.projects[pid] = LiveProject(
                 self.conn, pid, self.settings, self._state, self.out_root / f"project-{pid}", self.log,
-                wake=lambda: self.queue.enqueue(pid, "baseline ready", action=BASELINE),
+                wake=lambda: self._wake(pid),
                 on_baseline=None if shared is None else (lambda b: shared.put_next(pid, b)),
                 adopt=None if shared is None else (lambda: shared.take_next(pid)))
         return self.projects[pid]
+
+    def _wake(self, pid: int) -> None:
+        """A new baseline is ready (called from its builder's thread): a job swaps it in."""
+        try:
+            self.queue.enqueue(pid, "baseline ready", action=BASELINE)
+        except Exception as exc:  # noqa: BLE001 - a thread's callback: nothing above it to tell
+            # the queue closed while the baseline was being built (the service stopping), or
+            # its backend is unreachable: the next job of the project swaps it in anyway
+            _log(self.log, f"project {pid}: a new baseline is ready, but its wake-up could not be "
+                           f"queued ({type(exc).__name__}: {exc}); the project's next job takes it")
 
     def __call__(self, job: Job) -> SyncResult:
         t0 = time.perf_counter()
