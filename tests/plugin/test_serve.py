@@ -28,6 +28,8 @@ from ls_agreement.plugin.jobs import JobQueue
 from ls_agreement.demo.host import free_port
 from tests.shared_data import DATA
 
+from .test_sync import export
+
 WEBHOOKS = DATA / "label-studio" / "webhooks"
 SECRET = "test-secret-123"
 CONFIG = """<View>
@@ -57,17 +59,6 @@ def make_tasks(user_ids: list[int], n: int = 6) -> list[dict[str, Any]]:
                 for k, uid in enumerate(user_ids[:3])]
         tasks.append({"data": {"text": f"text {i}"}, "annotations": anns})
     return tasks
-
-
-def export(client: Any, pid: int) -> dict[int, dict[str, Any]]:
-    # Label Studio has answered an export with an empty body while tasks were being
-    # written (the plugin's own reader retries it the same way)
-    for attempt in range(3):
-        body = b"".join(client.projects.exports.download_sync(pid, export_type="JSON", download_all_tasks=True))
-        if body.strip() or attempt == 2:
-            return {int(t["id"]): t for t in json.loads(body)}
-        time.sleep(1.0)
-    raise AssertionError("unreachable")
 
 
 def wait_for(cond: Callable[[], Any], timeout: float, what: str, step: float = 0.5) -> Any:
