@@ -116,11 +116,12 @@ class DevTools:
         assert "error" not in reply, f"{method}: {reply['error']}"
         return reply.get("result", {})
 
-    def wait_event(self, method: str, session: str, timeout: float = 60.0) -> dict[str, Any]:
+    def wait_event(self, method: str, session: str, timeout: float = 60.0, after: int = 0) -> dict[str, Any]:
+        """The first ``method`` event of ``session`` from the ``after``-th event received on."""
         deadline = time.monotonic() + timeout
         with self._lock:
             while True:
-                for ev in self.events:
+                for ev in self.events[after:]:
                     if ev["method"] == method and ev.get("sessionId") == session:
                         return ev
                 left = deadline - time.monotonic()
@@ -157,8 +158,11 @@ class Page:
         return self.tools.send(method, params, self.session)
 
     def open(self, url: str) -> None:
+        # this navigation's load event, not an earlier page's (events are kept)
+        with self.tools._lock:
+            seen = len(self.tools.events)
         self.send("Page.navigate", {"url": url})
-        self.tools.wait_event("Page.loadEventFired", self.session)
+        self.tools.wait_event("Page.loadEventFired", self.session, after=seen)
 
     def js(self, expression: str) -> Any:
         """The value of ``expression`` in the page (AssertionError on a JS exception)."""

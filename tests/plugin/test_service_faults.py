@@ -351,7 +351,8 @@ def test_flood_is_acknowledged_fast_coalesced_and_complete(
 
     wait_for(lambda: idle(svc, pid), 300, "the flood's events to be applied", step=1)
     js = svc.jobs(pid)
-    assert all(j["status"] == "done" for j in js), [j for j in js if j["status"] != "done"]
+    assert all(j["status"] == "done" for j in js), [(j["id"], j["reason"], j["status"], j.get("error"))
+                                                    for j in js if j["status"] != "done"]
     assert sum(j["events"] for j in js if j["id"] in {a["job"] for a in answers}) >= N_FLOOD
     assert len(js) - n_jobs_before < N_FLOOD / 10, len(js)
     # the events did reach the server: the changed annotations moved agreement
