@@ -231,6 +231,8 @@ def _event() -> bool:
     from ls_agreement.plugin.live.mirror import ProjectMirror
     from ls_agreement.plugin.pushback import desired_for
 
+    from .bench_live import sentiment_edit
+
     n = 1000
     sample = demo_data.generate(USER_IDS, n_tasks=n, seed=11)
     aid = 0
@@ -248,14 +250,7 @@ def _event() -> bool:
     times, cpus = [], []
     for k in range(40):
         tid = rng.randrange(1, n + 1)
-        task = mirror.tasks[tid]
-        ann = dict(task.annotations[rng.choice(sorted(task.annotations))])
-        ann["result"] = [r if r["from_name"] != "sentiment" else
-                         {**r, "value": {"choices": [rng.choice(["Positive", "Neutral", "Negative"])]}}
-                         for r in ann["result"]]
-        ann["updated_at"] = f"2026-02-01T00:00:{k:02d}Z"
-        payload = {"action": "ANNOTATION_UPDATED", "annotation": {**ann, "task": tid},
-                   "task": {"id": tid, "data": task.data}}
+        payload = sentiment_edit(mirror, tid, k, rng)
 
         def one() -> None:
             applied = apply_event(mirror, payload)

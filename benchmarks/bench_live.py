@@ -59,6 +59,19 @@ def _pct(xs: list[float], q: float) -> float:
 
 
 # -- part 1: the mirror ---------------------------------------------------------------------------
+def sentiment_edit(mirror: Any, tid: int, k: int, rng: random.Random) -> dict[str, Any]:
+    """The ANNOTATION_UPDATED payload of the ``k``-th edit: one annotation of task ``tid``
+    in ``mirror`` with another sentiment (the demo's choice control), timestamped after
+    the mirror's annotations."""
+    task = mirror.tasks[tid]
+    ann = dict(task.annotations[rng.choice(sorted(task.annotations))])
+    ann["result"] = [r if r["from_name"] != "sentiment" else
+                     {**r, "value": {"choices": [rng.choice(["Positive", "Neutral", "Negative"])]}}
+                     for r in ann["result"]]
+    ann["updated_at"] = f"2026-02-01T00:00:{k:02d}Z"
+    return {"action": "ANNOTATION_UPDATED", "annotation": {**ann, "task": tid}, "task": {"id": tid, "data": task.data}}
+
+
 def bench_mirror(n: int, bootstrap: int) -> None:
     from ls_agreement.plugin.live.baseline import apply_scores, make_baseline, score_tasks
     from ls_agreement.plugin.live.events import apply_event
@@ -86,14 +99,7 @@ def bench_mirror(n: int, bootstrap: int) -> None:
     times = []
     for k in range(30):
         tid = rng.randrange(1, n + 1)
-        task = mirror.tasks[tid]
-        ann = dict(task.annotations[rng.choice(sorted(task.annotations))])
-        ann["result"] = [r if r["from_name"] != "sentiment" else
-                         {**r, "value": {"choices": [rng.choice(["Positive", "Neutral", "Negative"])]}}
-                         for r in ann["result"]]
-        ann["updated_at"] = f"2026-02-01T00:00:{k:02d}Z"
-        payload = {"action": "ANNOTATION_UPDATED", "annotation": {**ann, "task": tid},
-                   "task": {"id": tid, "data": task.data}}
+        payload = sentiment_edit(mirror, tid, k, rng)
         t0 = time.perf_counter()
         applied = apply_event(mirror, payload)
         apply_scores(base.report, score_tasks(base, mirror, applied.touched), applied.deleted)
