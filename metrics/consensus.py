@@ -25,6 +25,7 @@ EM; reading a task needs only its own answers and the fitted numbers (:func:`rea
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any, Hashable, Sequence
@@ -37,7 +38,7 @@ from .distances.registry import DistanceLike, get_distance
 from .sound_share import CAREFUL, DEPARTS_AT, sound_profile
 
 __all__ = ["DistanceModel", "ConsensusReading", "Medoids", "TaskPairs", "task_pairs", "medoids", "fit_distance_model",
-           "read_consensus", "consensus_model"]
+           "read_consensus", "consensus_model", "fit_consensus"]
 
 _BINS = 50
 _SOUND_PSEUDO = 25.0            # answers spread evenly over f_s's bins: a floor under its tail
@@ -285,8 +286,11 @@ class DistanceModel:
     def theta(self, annotators: Sequence[str]) -> np.ndarray:
         """θ of ``annotators`` (the default for unseen ones), shape (n,)."""
         index = {a: k for k, a in enumerate(self.annotators)}
-        return np.array([self.sound[index[str(a)]] if str(a) in index else self.default_sound
-                         for a in annotators], dtype=float)
+        # looked up once per distinct annotator (a control has tens of thousands of answers)
+        codes, distinct = pd.factorize(pd.Series([str(a) for a in annotators], dtype=object), sort=False)
+        default = self.default_sound if any(a not in index for a in distinct) else CAREFUL
+        per = np.array([self.sound[index[a]] if a in index else default for a in distinct], dtype=float)
+        return per[codes] if len(codes) else np.zeros(0)
 
     def densities(self, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``f_s(d)`` and ``f_d(d)``, shapes of ``d`` (NaN → 1, 1: an answer alone tells nothing)."""
@@ -342,11 +346,12 @@ class _Factors:
     theta: np.ndarray
     main: np.ndarray
 
-    @property
+    @functools.cached_property
     def ordinary(self) -> np.ndarray:
+        # cached: the posterior, the E step and the reading each use it
         return self.theta * self.u + (1 - self.theta) * self.v
 
-    @property
+    @functools.cached_property
     def split(self) -> np.ndarray:
         return np.where(self.main, self.ordinary,
                         self.theta * 0.5 * (self.u + self.w) + (1 - self.theta) * self.v)
@@ -360,21 +365,65 @@ def _log_ratio(f: _Factors, task: np.ndarray, n_tasks: int) -> np.ndarray:
 
 def _task_posterior(f: _Factors, task: np.ndarray, n_tasks: int, rho: float) -> tuple[np.ndarray, np.ndarray]:
     """P(ambiguous | task) and each task's log evidence, shapes (T,)."""
-    log_o = np.bincount(task, weights=np.log(f.ordinary), minlength=n_tasks) + math.log(1 - rho)
-    log_a = np.bincount(task, weights=np.log(f.split), minlength=n_tasks) + math.log(rho)
+    return _posterior_of_logs(np.log(f.ordinary), np.log(f.split), task, n_tasks, rho)
+
+
+def _posterior_of_logs(log_ordinary: np.ndarray, log_split: np.ndarray, task: np.ndarray, n_tasks: int,
+                       rho: float) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_task_posterior` from each answer's log density under either reading, shapes (N,)."""
+    log_o = np.bincount(task, weights=log_ordinary, minlength=n_tasks) + math.log(1 - rho)
+    log_a = np.bincount(task, weights=log_split, minlength=n_tasks) + math.log(rho)
     top = np.maximum(log_o, log_a)
     norm = top + np.log(np.exp(log_o - top) + np.exp(log_a - top))
     return np.exp(log_a - norm), norm
 
 
+@dataclass(frozen=True)
+class _Grid:
+    """The E step's per-answer factors on the (reading, annotator, bin) grid: an answer's
+    f_s, f_d and θ depend only on its bin and annotator (and its reading on whether it is
+    the consensus), so each factor is computed once per cell, with the very float
+    operations of :class:`_Factors` per answer, then gathered (flat index ``main·A·B + a·B + b``).
+
+    Attributes
+    ----------
+    ordinary : ndarray, shape (A, B)
+        ``θ f_s + (1 − θ) f_d``.
+    log_ordinary : ndarray, shape (A, B)
+    log_split : ndarray, shape (2, A, B)
+        log of the density under the ambiguous reading ([1]: the consensus, as ordinary).
+    sound_share : ndarray, shape (2, A, B)
+        ``θ f_s / split`` (the split reading's share of the main reading's sound answers).
+    other_share : ndarray, shape (2, A, B)
+        ``θ ½ w / split`` (0 for the consensus).
+    """
+
+    ordinary: np.ndarray
+    log_ordinary: np.ndarray
+    log_split: np.ndarray
+    sound_share: np.ndarray
+    other_share: np.ndarray
+
+    @classmethod
+    def of(cls, theta: np.ndarray, sound: np.ndarray, departs: np.ndarray, w: float) -> "_Grid":
+        t, u, v = theta[:, None], sound[None, :], departs[None, :]
+        ordinary = t * u + (1 - t) * v
+        split = t * 0.5 * (u + w) + (1 - t) * v
+        log_ordinary = np.log(ordinary)
+        return cls(ordinary=ordinary, log_ordinary=log_ordinary,
+                   log_split=np.stack([np.log(split), log_ordinary]),
+                   sound_share=np.stack([t * 0.5 * u / split, t * u / ordinary]),
+                   other_share=np.stack([t * 0.5 * w / split, np.zeros_like(ordinary)]))
+
+
 def _histogram_pdf(d: np.ndarray, weight: np.ndarray, edges: np.ndarray, pseudo: float,
-                   unimodal: bool = False) -> np.ndarray:
+                   unimodal: bool = False, bins: np.ndarray | None = None) -> np.ndarray:
     """A density on the bins from weighted distances, smoothed over neighbouring bins, with
     ``pseudo`` answers spread evenly (a floor under it); ``unimodal``: the closest unimodal
     histogram (least squares, rising to the mode and falling after it), so that a bump far
     out — a few tasks where everybody departs — is spread over the whole tail instead of
-    passing for sound work."""
-    h = np.bincount(_bin(d, edges), weights=weight, minlength=edges.size - 1)
+    passing for sound work. ``bins``: ``_bin(d, edges)`` when the caller has it already."""
+    h = np.bincount(_bin(d, edges) if bins is None else bins, weights=weight, minlength=edges.size - 1)
     h = np.convolve(np.r_[h[0], h, h[-1]], [0.25, 0.5, 0.25], mode="valid")
     if unimodal and h.sum() > 0:
         mode = int(np.argmax(h))
@@ -443,22 +492,32 @@ def fit_distance_model(medoid: Medoids, annotator: Sequence[Any], *, distance: s
     def factors() -> _Factors:
         return _Factors(u=state["sound"][b], v=state["departs"][b], w=1.0 / hi, theta=state["theta"][a], main=main)
 
+    # each answer's cell of the factor grids (_Grid) and each annotator's answer count: fixed
+    # through the fit, so the E step gathers per answer what it computed per cell
+    cell_ab = a * _BINS + b
+    cell = main * (n_ann * _BINS) + cell_ab
+    per_annotator = np.maximum(np.bincount(a, minlength=n_ann), 1)
+
     def em() -> int:
         last, it = -np.inf, 0
         for it in range(1, max_iter + 1):
-            f = factors()
-            p_amb, norm = _task_posterior(f, task, n_tasks, state["rho"])
+            g = _Grid.of(state["theta"], state["sound"], state["departs"], 1.0 / hi)
+            p_amb, norm = _posterior_of_logs(g.log_ordinary.ravel()[cell_ab], g.log_split.ravel()[cell], task,
+                                             n_tasks, state["rho"])
             logp = float(norm.sum())
             if it > 1 and abs(logp - last) <= tol * max(abs(logp), 1.0):
                 break
             last = logp
             pa = p_amb[task]
-            ordinary, split = f.ordinary, f.split
-            in_main = (1 - pa) * f.theta * f.u / ordinary + pa * np.where(main, f.theta * f.u / ordinary,
-                                                                        f.theta * 0.5 * f.u / split)
-            other = pa * np.where(main, 0.0, f.theta * 0.5 * f.w / split)
+            # (1 − pa) θ f_s / ordinary + pa θ f_s / (ordinary or split), in _Factors' order of operations
+            in_main = 1 - pa
+            in_main *= state["theta"][a]
+            in_main *= state["sound"][b]
+            in_main /= g.ordinary.ravel()[cell_ab]
+            in_main += pa * g.sound_share.ravel()[cell]
+            other = pa * g.other_share.ravel()[cell]
             departs = 1.0 - in_main - other
-            state["sound"] = _histogram_pdf(d, in_main, edges, _SOUND_PSEUDO, unimodal=True)
+            state["sound"] = _histogram_pdf(d, in_main, edges, _SOUND_PSEUDO, unimodal=True, bins=b)
             if not careful.all():
                 # f_d learns where departures land, beyond the reach of careful work (the
                 # careful annotators' upper quantile): below it f_d keeps its floor alone,
@@ -467,9 +526,8 @@ def fit_distance_model(medoid: Medoids, annotator: Sequence[Any], *, distance: s
                 by_careful = careful[a]
                 mass = np.cumsum(np.bincount(b[by_careful], minlength=_BINS)) / max(by_careful.sum(), 1)
                 reach = int(np.searchsorted(mass, _SOUND_REACH))
-                state["departs"] = _histogram_pdf(d, departs * (b > reach), edges, _DEPARTS_PSEUDO)
-            free = np.bincount(a, weights=in_main + other, minlength=n_ann) / np.maximum(
-                np.bincount(a, minlength=n_ann), 1)
+                state["departs"] = _histogram_pdf(d, departs * (b > reach), edges, _DEPARTS_PSEUDO, bins=b)
+            free = np.bincount(a, weights=in_main + other, minlength=n_ann) / per_annotator
             state["theta"] = np.where(careful, CAREFUL, np.clip(free, 1e-6, CAREFUL))
             if ambiguity:
                 rho = (float(p_amb.sum()) + _AMBIGUITY_PRIOR[0] - 1) / (n_tasks + sum(_AMBIGUITY_PRIOR) - 2)
@@ -556,8 +614,28 @@ def consensus_model(item: Sequence[Hashable] | np.ndarray, annotator: Sequence[A
     """
     dist = get_distance(distance)
     pairs = task_pairs(item, values, dist)
-    model = fit_distance_model(medoids(pairs), annotator, distance=dist.name, ambiguity=ambiguity)
+    model = fit_consensus(pairs, annotator, distance=dist.name, ambiguity=ambiguity)
+    return model, read_consensus(model, pairs, annotator)
+
+
+def fit_consensus(pairs: TaskPairs, annotator: Sequence[Any], *, distance: str = "",
+                  ambiguity: bool = True) -> DistanceModel:
+    """The fit of :func:`consensus_model` on pairs already computed (a caller that reads
+    the tasks its own way need not compute the distances twice).
+
+    Parameters
+    ----------
+    pairs : TaskPairs
+        From :func:`task_pairs`.
+    annotator : sequence of str, shape (N,)
+        Each answer's annotator (input order).
+    distance : str
+        The distance's name (recorded).
+    ambiguity : bool
+        Whether tasks may be ambiguous.
+    """
+    model = fit_distance_model(medoids(pairs), annotator, distance=distance, ambiguity=ambiguity)
     theta = model.theta([str(x) for x in annotator])
     if not np.all(theta == CAREFUL):
-        model = fit_distance_model(medoids(pairs, weight=theta), annotator, distance=dist.name, ambiguity=ambiguity)
-    return model, read_consensus(model, pairs, annotator)
+        model = fit_distance_model(medoids(pairs, weight=theta), annotator, distance=distance, ambiguity=ambiguity)
+    return model

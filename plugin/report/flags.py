@@ -16,6 +16,7 @@ consensus, and an ambiguous task names no one ("careful annotators split ...").
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import TYPE_CHECKING, Any, Mapping
 
@@ -23,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ls_agreement.metrics.annotator_model import LabelModel, fit_label_model, read_labels
-from ls_agreement.metrics.consensus import DistanceModel, consensus_model, read_consensus, task_pairs
+from ls_agreement.metrics.consensus import DistanceModel, TaskPairs, fit_consensus, read_consensus, task_pairs
 from ls_agreement.metrics.departures import REGION_KINDS, how_departs
 from ls_agreement.metrics.distances.registry import get_distance
 from ls_agreement.metrics.result import finite_or_none
@@ -180,11 +181,14 @@ def _read_labels(entry: "ControlReport", model: LabelModel, table: pd.DataFrame,
 
 
 def _read_distances(entry: "ControlReport", model: DistanceModel, table: pd.DataFrame,
-                    items: Mapping[str, "ItemEntry"], names: Mapping[str, str]) -> None:
+                    items: Mapping[str, "ItemEntry"], names: Mapping[str, str],
+                    pairs: TaskPairs | None = None) -> None:
+    """Read every task of ``table`` against ``model``; ``pairs``: the answers' distances
+    under the model's distance when the caller has them (the fit computed them)."""
     item = table["item"].to_numpy()
     who = table["annotator"].astype(str).to_numpy()
     vals = list(table["value"])
-    r = read_consensus(model, task_pairs(item, vals, model.distance), who)
+    r = read_consensus(model, task_pairs(item, vals, model.distance) if pairs is None else pairs, who)
     med = r.medoids
     rows = _rows_by_task(med.task_of, len(med.items))
     named_rows = np.flatnonzero((r.p_departs >= _NAMED_FROM) & ~med.is_consensus)
@@ -196,27 +200,33 @@ def _read_distances(entry: "ControlReport", model: DistanceModel, table: pd.Data
     # how far sound answers reach (95 % of f_s), for the reasons of kinds without regions
     at = np.searchsorted(np.cumsum(model.sound_pdf) * (model.edges[1] - model.edges[0]), 0.95)
     reach = float(model.edges[min(int(at) + 1, model.edges.size - 1)])
-    for t, key in enumerate(med.items):
+    # the loop below reads Python numbers (a numpy scalar per access costs ten times more)
+    p_flag, p_amb, cons_p = r.p_flag.tolist(), r.p_ambiguous.tolist(), r.consensus_p.tolist()
+    lr, consensus = r.log_lr_ambiguous.tolist(), med.consensus.tolist()
+    p_dep, p_other = r.p_departs.tolist(), r.p_other_reading.tolist()
+    is_cons, distance, who_l = med.is_consensus.tolist(), med.distance.tolist(), who.tolist()
+    for t, key in enumerate(med.items.tolist()):
         rec = items.get(str(key))
         if rec is None:
             continue
         answers = rows[t]
-        c = int(med.consensus[t])
-        rec.p_flag, rec.p_ambiguous = float(r.p_flag[t]), float(r.p_ambiguous[t])
-        rec.ambiguity_lr = finite_or_none(r.log_lr_ambiguous[t])
-        rec.consensus_by, rec.consensus_p = who[c], float(r.consensus_p[t])
-        rec.consensus = _plain(vals[c]) if isinstance(_plain(vals[c]), (str, int, float)) else None
-        rec.departs = {who[n]: round(float(r.p_departs[n]), 4) for n in answers if r.p_departs[n] >= _KEEP_DEPARTS}
+        c = consensus[t]
+        rec.p_flag, rec.p_ambiguous = p_flag[t], p_amb[t]
+        rec.ambiguity_lr = finite_or_none(lr[t])
+        rec.consensus_by, rec.consensus_p = who_l[c], cons_p[t]
+        plain = _plain(vals[c])
+        rec.consensus = plain if isinstance(plain, (str, int, float)) else None
+        rec.departs = {who_l[n]: round(p_dep[n], 4) for n in answers if p_dep[n] >= _KEEP_DEPARTS}
         rec.how = {}
         for n in answers:
-            if r.p_departs[n] >= _NAMED_FROM and not med.is_consensus[n]:
-                far = f"{med.distance[n]:.2g} from the consensus ({model.distance}; careful answers stay within {reach:.2g})"
-                rec.how[who[n]] = how.get(n) or far
+            if p_dep[n] >= _NAMED_FROM and not is_cons[n]:
+                far = f"{distance[n]:.2g} from the consensus ({model.distance}; careful answers stay within {reach:.2g})"
+                rec.how[who_l[n]] = how.get(n) or far
         named = sorted(((a, rec.departs[a]) for a in rec.how), key=lambda x: -x[1])
-        others = [who[n] for n in answers if not med.is_consensus[n] and med.distance[n] > 0 and r.p_departs[n] >= 0.1]
+        others = [who_l[n] for n in answers if not is_cons[n] and distance[n] > 0 and p_dep[n] >= 0.1]
         split = None
         if rec.p_ambiguous >= 0.2:
-            apart = sum(1 for n in answers if r.p_other_reading[n] >= 0.5)
+            apart = sum(1 for n in answers if p_other[n] >= 0.5)
             split = f"({apart} of {len(answers)} answers follow another reading)" if apart else None
         rec.reason = _reason(rec, named, others, split, names)
 
@@ -237,6 +247,13 @@ def read_review(entry: "ControlReport", table: pd.DataFrame, items: Mapping[str,
         Where the readings go (tasks without an entry are skipped).
     names : mapping annotator id -> display name, optional
     """
+    _read(entry, table, items, names)
+
+
+def _read(entry: "ControlReport", table: pd.DataFrame, items: Mapping[str, "ItemEntry"],
+          names: Mapping[str, str] | None, pairs: TaskPairs | None = None) -> None:
+    """:func:`read_review`; ``pairs``: the answers' distances under the stored model's
+    distance, when the fit has just computed them."""
     fit = entry.flags
     if fit is None or not len(table):
         return
@@ -244,7 +261,7 @@ def read_review(entry: "ControlReport", table: pd.DataFrame, items: Mapping[str,
     if fit.model == "labels":
         _read_labels(entry, _label_model(fit), table, items, names)
     else:
-        _read_distances(entry, _distance_model(fit), table, items, names)
+        _read_distances(entry, _distance_model(fit), table, items, names, pairs)
 
 
 def fit_review(entry: "ControlReport", table: pd.DataFrame, names: Mapping[str, str] | None = None) -> None:
@@ -264,20 +281,28 @@ def fit_review(entry: "ControlReport", table: pd.DataFrame, names: Mapping[str, 
         return
     item = table["item"].to_numpy()
     who = table["annotator"].astype(str).to_numpy()
+    pairs: TaskPairs | None = None
     if is_labels(entry, table):
         vals = [_plain(v) for v in table["value"]]
         model: LabelModel | DistanceModel = fit_label_model(item, who, vals, classes=_classes(entry, table["value"]))
         entry.flags = _label_fit(model)
     else:
-        model, _ = consensus_model(item, who, list(table["value"]), entry.distance)
+        # the distances of every within-task pair, computed once for the fit and the reading
+        dist = get_distance(entry.distance)
+        pairs = task_pairs(item, list(table["value"]), dist)
+        model = fit_consensus(pairs, who, distance=dist.name)
         entry.flags = _distance_fit(model)
+        # the reading resolves the stored name; and it starts with no texts read (medoids'
+        # ties read a value's text per key, and a span's key ignores its text: which row
+        # names a key must be the reading's own first, as when it computed the pairs itself)
+        pairs = dataclasses.replace(pairs, texts={}) if get_distance(model.distance) is dist else None
     for a, best, (lo, hi), theta in zip(model.annotators, model.sound_best, model.sound_ci, model.sound):
         rec = entry.annotators.get(a)
         if rec is not None:
             rec.reliability = finite_or_none(best)
             rec.reliability_ci = (finite_or_none(lo), finite_or_none(hi))
             rec.departs = bool(theta < CAREFUL)
-    read_review(entry, table, entry.items, names)
+    _read(entry, table, entry.items, names, pairs)
 
 
 def _setting(settings: Mapping[str, Any] | None, key: str, default: float) -> float:
