@@ -44,6 +44,12 @@ def _as_ranks(value: Any, where: str) -> dict[Hashable, int]:
     return ranks
 
 
+def _canonical_ranks(value: Any, where: str) -> tuple:
+    """The ranks of :func:`_as_ranks` as a tuple of (id, rank) sorted by rank, then id's repr:
+    equal rankings (whatever the order of a bucket's ids) give equal tuples."""
+    return tuple(sorted(_as_ranks(value, where).items(), key=lambda kv: (kv[1], repr(kv[0]))))
+
+
 def kendall_tau_b(a: np.ndarray, b: np.ndarray) -> float:
     """Kendall's τ-b of two short vectors, shape (m,), as scipy's ``kendalltau``.
 
@@ -118,9 +124,21 @@ class RankingDistance(Distance):
         self.name = f"rankings.{variant}" + (f"_top{top_k}" if top_k else "")
 
     def prepare(self, values: Sequence[Any]) -> dict:
-        ranks = [_as_ranks(v, f"{self.name}: value #{n}") for n, v in enumerate(values)]
-        keys, distinct = hashable_codes([tuple(sorted(r.items(), key=lambda kv: (kv[1], repr(kv[0]))))
-                                         for r in ranks])
+        # a project's rankings repeat (a few orders of a few ids): each distinct ranking is
+        # read once; an unhashable one (a list) is read every time
+        canonical: dict[Any, tuple] = {}
+
+        def read(n: int, v: Any) -> tuple:
+            try:
+                return canonical[v]
+            except KeyError:
+                pass
+            except TypeError:
+                return _canonical_ranks(v, f"{self.name}: value #{n}")
+            c = canonical[v] = _canonical_ranks(v, f"{self.name}: value #{n}")
+            return c
+
+        keys, distinct = hashable_codes([read(n, v) for n, v in enumerate(values)])
         return {"keys": keys, "ranks": [dict(d) for d in distinct]}
 
     def compute(self, prep: dict, i: np.ndarray, j: np.ndarray) -> np.ndarray:

@@ -14,8 +14,10 @@ References: paper 000 appendix ("Translations"); docs/formulas.md §4; Papineni 
 
 Speed: each distinct string is tokenized once, tokens become int ids, and only distinct
 unordered string pairs are computed. Edit distances run in C (rapidfuzz ``cpdist`` on
-the id sequences); BLEU/GLEU reuse each sentence's n-gram counts, computed once, with the
-exact arithmetic of nltk's code (tests check equality with nltk itself).
+the id sequences); BLEU/GLEU count the clipped n-gram matches of all pairs at once
+(shared n-gram occurrences, a sparse product) and keep the exact arithmetic of nltk's
+code for the rest, once per distinct (matches, lengths) (tests check equality with nltk
+itself).
 """
 from __future__ import annotations
 
@@ -25,11 +27,12 @@ from collections import Counter
 from typing import Any, Callable, Sequence
 
 import numpy as np
+import scipy.sparse as sp
 from rapidfuzz.distance import Levenshtein
 from rapidfuzz.process import cpdist
 
 from .base import Distance
-from ._ragged import hashable_codes, unique_pair_apply
+from ._ragged import hashable_codes, intersection_sizes, membership_matrix, unique_pair_apply
 from .registry import register
 from ..errors import BadInput
 
@@ -132,7 +135,7 @@ class TextDistance(Distance):
         vocab: dict[str, int] = {}
         prep["ids"] = [tuple(vocab.setdefault(t, len(vocab)) for t in self.tokenize(s)) for s in texts]
         if self.metric in ("bleu", "gleu"):
-            prep["ngrams"] = [_ngram_counts(ids) for ids in prep["ids"]]
+            prep["occurrences"] = _occurrence_matrices(prep["ids"])
         return prep
 
     def compute(self, prep: dict, i: np.ndarray, j: np.ndarray) -> np.ndarray:
@@ -156,26 +159,87 @@ class TextDistance(Distance):
             raw = cpdist(a, b, scorer=Levenshtein.distance, dtype=np.int64, workers=1)
             longest = np.maximum([len(x) for x in a], [len(x) for x in b]) if a else np.zeros(0)
             return np.where(longest > 0, raw / np.maximum(longest, 1), 0.0).astype(np.float64)
-        grams, ids = prep["ngrams"], prep["ids"]
-        out = np.empty(ka.size)
+        ids = prep["ids"]
+        # clipped matches of every pair per order, shape (n_unique, 4): the shared
+        # occurrences of the two sentences' n-grams (symmetric: one count serves both
+        # directions of BLEU)
+        matches = np.stack([intersection_sizes(m, ka, kb) for m in prep["occurrences"]], axis=1).astype(np.int64)
         if self.metric == "gleu":
-            totals = [sum(sum(c.values()) for c in g) for g in grams]
-            for n, (x, y) in enumerate(zip(ka.tolist(), kb.tolist())):
-                n_all = max(totals[x], totals[y])
-                tp = sum(_clipped(gx, gy) for gx, gy in zip(grams[x], grams[y]))
-                out[n] = 1.0 - (tp / n_all if n_all > 0 else 0.0)
-            return out
-        # per sentence, its n-gram count per order (BLEU's denominators), computed once
-        dens = [[max(1, sum(c.values())) for c in g] for g in grams]
+            # each sentence's n-grams of every order: max(0, L − n + 1) for n = 1..4
+            lengths = np.array([len(x) for x in ids], dtype=np.int64)
+            totals = sum(np.maximum(lengths - n + 1, 0) for n in range(1, 5))
+            n_all = np.maximum(totals[ka], totals[kb])
+            tp = matches.sum(axis=1)
+            # integers well under 2**53: numpy's division is Python's int / int
+            return 1.0 - np.where(n_all > 0, tp / np.maximum(n_all, 1), 0.0)
+        out = np.empty(ka.size)
+        # per sentence, its n-gram count per order (BLEU's denominators): max(1, L − n + 1)
+        lens = [len(x) for x in ids]
+        dens = [[max(1, length - n + 1) for n in range(1, 5)] for length in lens]
         sm = self.smoothing
-        for n, (x, y) in enumerate(zip(ka.tolist(), kb.tolist())):
-            lx, ly = len(ids[x]), len(ids[y])
-            # clipped matches are symmetric: one count serves both directions
-            nums = [_clipped(gx, gy) for gx, gy in zip(grams[x], grams[y])]
-            fwd = _bleu(nums, dens[y], ly, lx, sm)
-            bwd = fwd if x == y else _bleu(nums, dens[x], lx, ly, sm)
-            out[n] = 1.0 - (fwd + bwd) / 2.0
+        # BLEU of one direction depends on the matches, the hypothesis' denominators and the
+        # two lengths only, and a sentence's denominators on its length alone: pairs of
+        # sentences of the same lengths and matches share the float work
+        done: dict[tuple, float] = {}
+        for n, (x, y, nums) in enumerate(zip(ka.tolist(), kb.tolist(), matches.tolist())):
+            lx, ly = lens[x], lens[y]
+            key = (*nums, lx, ly)
+            fwd_bwd = done.get(key)
+            if fwd_bwd is None:
+                fwd = _bleu(nums, dens[y], ly, lx, sm)
+                bwd = fwd if lx == ly else _bleu(nums, dens[x], lx, ly, sm)
+                fwd_bwd = done[key] = 1.0 - (fwd + bwd) / 2.0
+            out[n] = fwd_bwd
         return out
+
+
+def _occurrence_matrices(ids: Sequence[tuple[int, ...]], n_max: int = 4) -> list[sp.csr_matrix]:
+    """Per n-gram order n = 1..n_max, a binary matrix with a row per sentence and a column
+    per (n-gram, k-th occurrence in the sentence): two rows share ``min(count_a, count_b)``
+    columns of an n-gram, so their intersection size is the clipped match count
+    (:func:`_clipped` of the two sentences' :func:`_ngram_counts`). Built with numpy on all
+    sentences at once: n-grams are coded order by order (an n-gram is an (n−1)-gram and
+    one more token), occurrences are ranked within each (sentence, n-gram).
+
+    Parameters
+    ----------
+    ids : sequence of tuple of int, shape (n_sentences,)
+        Token ids of each sentence.
+
+    Returns
+    -------
+    list of csr_matrix, length n_max, each of shape (n_sentences, n_columns)
+    """
+    lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
+    flat = np.fromiter((t for x in ids for t in x), dtype=np.int64, count=int(lengths.sum()))
+    if not flat.size:               # no tokens anywhere: nothing matches
+        return [sp.csr_matrix((lengths.size, 1)) for _ in range(n_max)]
+    sentence = np.repeat(np.arange(lengths.size, dtype=np.int64), lengths)
+    position = np.arange(flat.size, dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    out = []
+    code = flat                      # code[p]: the n-gram starting at p (valid while it fits)
+    for n in range(1, n_max + 1):
+        if n > 1:
+            nxt = np.zeros_like(flat)              # the n-th token of the n-gram at each position
+            nxt[:max(flat.size - n + 1, 0)] = flat[n - 1:]
+            _, code = np.unique(code * (int(flat.max()) + 1) + nxt, return_inverse=True)
+            code = code.ravel().astype(np.int64)
+        fits = position + n <= lengths[sentence]
+        s_, g_ = sentence[fits], code[fits]
+        n_grams = int(g_.max()) + 1 if g_.size else 1
+        key = s_ * n_grams + g_
+        order = np.argsort(key, kind="stable")
+        k_sorted = key[order]
+        run_start = np.flatnonzero(np.r_[True, k_sorted[1:] != k_sorted[:-1]]) if k_sorted.size else np.zeros(0, np.int64)
+        run = np.repeat(run_start, np.diff(np.r_[run_start, k_sorted.size]))
+        occurrence = np.empty_like(order)
+        occurrence[order] = np.arange(order.size) - run
+        _, column = np.unique(g_ * (int(occurrence.max()) + 1 if occurrence.size else 1) + occurrence,
+                              return_inverse=True)
+        column = column.ravel()
+        out.append(sp.csr_matrix((np.ones(column.size), (s_, column)),
+                                 shape=(lengths.size, max(int(column.max()) + 1 if column.size else 0, 1))))
+    return out
 
 
 for _metric in METRICS:
