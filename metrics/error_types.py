@@ -394,7 +394,7 @@ def _match(score: np.ndarray, lay: Any) -> np.ndarray:
     maximizing the summed score, only where the score is > 0.
 
     Blocks with one region on a side are a grouped argmax (vectorized); the others go
-    through ``linear_sum_assignment``, one call per block (it has no batched form).
+    through ``linear_sum_assignment``, one call per distinct block (it has no batched form).
     """
     out = []
     single = (lay.na == 1) | (lay.nb == 1)
@@ -407,12 +407,25 @@ def _match(score: np.ndarray, lay: Any) -> np.ndarray:
         first[1:] = pair[order][1:] != pair[order][:-1]
         best = blk[order[first]]
         out.append(best[score[best] > 0])
-    for p in np.flatnonzero(~single):
-        o, a, b = lay.offsets[p], lay.na[p], lay.nb[p]
-        m = score[o:o + a * b].reshape(a, b)
-        r, c = linear_sum_assignment(m, maximize=True)
-        keep = m[r, c] > 0
-        out.append(o + r[keep] * b + c[keep])
+    blocks = np.flatnonzero(~single)
+    shape = lay.na[blocks] * (int(lay.nb.max(initial=0)) + 1) + lay.nb[blocks]
+    for code in np.unique(shape):
+        # blocks of one shape: equal score matrices (frequent for spans, whose IoUs are a
+        # few fractions) are solved once; the loop only solves (Python numbers)
+        mine = blocks[shape == code]
+        a, b = int(lay.na[mine[0]]), int(lay.nb[mine[0]])
+        scores = np.ascontiguousarray(score[lay.offsets[mine][:, None] + np.arange(a * b)])
+        raw, width = scores.tobytes(), scores.itemsize * a * b
+        seen: dict[bytes, int] = {}     # a block's bytes -> its distinct block
+        inverse = np.fromiter((seen.setdefault(raw[k:k + width], len(seen)) for k in range(0, len(raw), width)),
+                              dtype=np.int64, count=mine.size)
+        first = np.zeros(len(seen), dtype=np.int64)
+        first[inverse[::-1]] = np.arange(mine.size - 1, -1, -1)
+        solved = [linear_sum_assignment(m.reshape(a, b), maximize=True) for m in scores[first]]
+        rows = np.array([r for r, _ in solved], dtype=np.int64).reshape(len(solved), -1)
+        cols = np.array([c for _, c in solved], dtype=np.int64).reshape(len(solved), -1)
+        chosen = (lay.offsets[mine][:, None] + rows[inverse] * b + cols[inverse]).ravel()
+        out.append(chosen[score[chosen] > 0])
     return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
 
 
