@@ -8,12 +8,13 @@ labels on one span become one label ``"A|B"``. Multi-object kind: no spans = ``(
 """
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from ls_agreement.metrics.model import Span as _Span
-from ls_agreement.metrics.tokens import char_spans_to_tokens
+from ls_agreement.metrics.tokens import many_char_spans_to_tokens
 
 from .config import ControlSpec
 from .errors import BadValue, SuspectValue, show
@@ -36,6 +37,9 @@ MULTI = True
 # No text is longer than this (a JavaScript string holds at most 2^30 UTF-16 units): a
 # larger offset is garbage, and span distances must not see it when the text is unknown.
 MAX_OFFSET = 2 ** 31
+
+_SPAN_TYPE = frozenset({_Span})
+_SPAN_FIELDS = attrgetter("start", "end", "label", "text")
 
 
 def _offset(value: dict, key: str, where: str = "value") -> int:
@@ -119,30 +123,49 @@ def token_table(control: Any, tokenizer: str = SPAN_TOKENIZER) -> tuple[pd.DataF
     memo = getattr(control, "_token_table", None)
     if memo is not None and memo[0] == tokenizer and memo[2] is control.table:
         return memo[1]   # the report reads it twice (span distances, then span F1): tokenized once
-    rows, n_tokens, warnings = [], {}, []
-    # every distinct text tokenized once for the whole control (a project repeats a few
-    # thousand texts over its tasks in any order: more than token_bounds' cache holds)
-    bounds: dict[str, tuple] = {}
-    for item, grp in control.table.groupby("item", sort=False):
+    table = control.table
+    items, anns, values = table["item"].tolist(), table["annotator"].tolist(), table["value"].tolist()
+    warnings: list[str] = []
+    # rows task by task (tasks in order of first row), as a groupby would give them
+    rows: list[int] = []          # row of the table
+    entry: list[int] = []         # ... its distinct (text, answer)
+    texts: list[str] = []         # per distinct (text, answer): the text and the spans
+    answers: list[tuple] = []
+    first_entry: list[tuple[Any, int]] = []   # per task: (task, its first row's entry)
+    # A crowd project repeats a few answers on a few thousand texts: each distinct (text,
+    # answer) is mapped once and its token spans are shared by every row that gave it (the
+    # key keeps every field a token span carries over, the snippet text included)
+    done: dict[tuple, int] = {}
+    for idx in table.groupby("item", sort=False).indices.values():
+        item = items[idx[0]]
         text = control.texts.get(item)
         if text is None:
             warnings.append(f"task {item!r}: no text to tokenize; its spans are left out")
             continue
-        # a crowd task repeats a few answers many times: each distinct one is mapped once (the
-        # key keeps every field a token span carries over, the snippet text included)
-        done: dict[tuple, tuple[int, tuple]] = {}
-        for ann, value in zip(grp["annotator"], grp["value"]):
-            spans = tuple(v for v in (value or ()) if isinstance(v, _Span))
-            key = tuple((s.start, s.end, s.label, s.text) for s in spans)
+        first_entry.append((item, len(entry)))
+        for r in idx.tolist():
+            spans = values[r] or ()
+            if type(spans) is not tuple or set(map(type, spans)) - _SPAN_TYPE:
+                spans = tuple(v for v in spans if isinstance(v, _Span))
             try:
-                n, tok = done[key]
-            except KeyError:
-                n, tok = done[key] = char_spans_to_tokens(text, spans, tokenizer, bounds)
+                key = (text, tuple(map(_SPAN_FIELDS, spans)))
+                k = done.get(key)
+                if k is None:
+                    k = done[key] = len(texts)
             except TypeError:  # an unhashable label: no reuse
-                n, tok = char_spans_to_tokens(text, spans, tokenizer, bounds)
-            n_tokens[item] = n
-            rows.append((item, ann, tok))
-    out = pd.DataFrame(rows, columns=["item", "annotator", "value"]), n_tokens, warnings
+                k = len(texts)
+            if k == len(texts):
+                texts.append(text)
+                answers.append(spans)
+            rows.append(r)
+            entry.append(k)
+    # every distinct text tokenized once for the whole control (a project repeats a few
+    # thousand texts over its tasks in any order: more than token_bounds' cache holds),
+    # every answer mapped in one batch
+    n_of, tok = many_char_spans_to_tokens(texts, answers, tokenizer)
+    n_tokens = {item: n_of[entry[first]] for item, first in first_entry}
+    rows_out = [(items[r], anns[r], tok[k]) for r, k in zip(rows, entry)]
+    out = pd.DataFrame(rows_out, columns=["item", "annotator", "value"]), n_tokens, warnings
     if hasattr(control, "__dict__"):
         control._token_table = (tokenizer, out, control.table)   # until release_tokens(control)
     return out

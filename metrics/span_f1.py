@@ -12,9 +12,9 @@ maps Label Studio's character offsets to tokens.
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from itertools import chain
 from dataclasses import dataclass
-from typing import Any, Hashable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Hashable, Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -232,30 +232,73 @@ def _label_keys(label: Any) -> tuple[Hashable, ...]:
     return (label,)
 
 
+# One annotator's segments of one label on one text: the disjoint (or, in the overlapping
+# model, sorted) segments, their chance coverage (shape (N,), cached per lengths), the marked
+# length L and the self overlap sum_t c(t)^2 of its observed coverage c.
+Profile = tuple[tuple[tuple[int, int], ...], np.ndarray, int, int]
+
+
 def _profile(segs: list[tuple[int, int]], n: int, model: str, on_overlap: str, approx_tol: float,
-             who: str) -> tuple[np.ndarray, np.ndarray, int]:
-    """Observed coverage, chance coverage and marked length of one annotator's segments of
-    one label on one text — plain Python on these short lists (numpy per call costs more)."""
-    segs.sort()
+             who: Callable[[], str]) -> Profile:
+    """The :data:`Profile` of one annotator's segments of one label on one text, ``segs``
+    sorted — plain Python on these short lists (numpy per call costs more). The observed
+    coverage is never built: every observed count is an exact integer sum of overlaps."""
     prev_end = 0
     merged: list[list[int]] = []
     for s, e in segs:
         if not 0 <= s < e <= n:
-            raise BadInput(f"{who}: segment [{s}, {e}) is empty or outside the text of {n} tokens")
+            raise BadInput(f"{who()}: segment [{s}, {e}) is empty or outside the text of {n} tokens")
         if merged and s < prev_end and model == "non-overlapping":
             if on_overlap != "merge":
-                raise BadInput(f"{who}: segments [{merged[-1][0]}, {merged[-1][1]}) and [{s}, {e}) "
+                raise BadInput(f"{who()}: segments [{merged[-1][0]}, {merged[-1][1]}) and [{s}, {e}) "
                                  "overlap; the non-overlapping model needs disjoint segments (use "
                                  "model='overlapping' or on_overlap='merge')")
             merged[-1][1] = max(merged[-1][1], e)
         else:
             merged.append([s, e])
         prev_end = max(prev_end, e)
-    obs = np.zeros(n)
-    for s, e in merged:
-        obs[s:e] += 1.0
-    lens = tuple(sorted(e - s for s, e in merged))
-    return obs, coverage_sorted(n, lens, model, approx_tol), sum(lens)
+    segments = tuple((s, e) for s, e in merged)
+    lens = tuple(sorted(e - s for s, e in segments))
+    length = sum(lens)
+    # disjoint segments cover each token at most once: sum_t c(t)^2 = L
+    self_dot = length if model == "non-overlapping" else _overlap(segments, segments)
+    return segments, coverage_sorted(n, lens, model, approx_tol), length, self_dot
+
+
+def _overlap(a: Sequence[tuple[int, int]], b: Sequence[tuple[int, int]]) -> int:
+    """``sum_t c_a(t) c_b(t)`` of two observed coverages (the true positives of a pair):
+    the summed overlaps of their segments, an exact integer."""
+    return sum(max(0, min(ea, eb) - max(sa, sb)) for sa, ea in a for sb, eb in b)
+
+
+def _value_profiles(value: Any, n: int, model: str, on_overlap: str, approx_tol: float, item: Any,
+                    ann: Any, memo: dict[tuple, Profile]) -> dict[Hashable, Profile]:
+    """label -> :data:`Profile` of one annotation on a text of ``n`` tokens.
+
+    ``memo`` maps ``(n, sorted segments)`` to their profile for the whole table: a crowd
+    project gives the same few answers on many tasks (a few hundred distinct profiles for
+    tens of thousands of annotations); a profile does not depend on its label or task.
+    """
+    by_label: dict[Hashable, list[tuple[int, int]]] = {}
+    for sp in (value if value is not None else ()):
+        if not isinstance(sp, Span):
+            raise BadInput(f"item {item!r}, annotator {ann!r}: value holds {sp!r}, expected Span")
+        lab = sp.label
+        for key in ((lab,) if type(lab) is str else _label_keys(lab)):
+            segs = by_label.get(key)
+            if segs is None:
+                segs = by_label[key] = []
+            segs.append((sp.start, sp.end))
+    out: dict[Hashable, Profile] = {}
+    for lab, segs in by_label.items():
+        segs.sort()
+        key = (n, tuple(segs))
+        got = memo.get(key)
+        if got is None:
+            got = memo[key] = _profile(segs, n, model, on_overlap, approx_tol,
+                                       lambda: f"item {item!r}, annotator {ann!r}, label {lab!r}")
+        out[lab] = got
+    return out
 
 
 def _summarise(df: pd.DataFrame, by: str | list[str]) -> pd.DataFrame:
@@ -265,34 +308,89 @@ def _summarise(df: pd.DataFrame, by: str | list[str]) -> pd.DataFrame:
     return g
 
 
-def _pair_sums(item: Any, prof: dict[Any, dict[Hashable, tuple[np.ndarray, np.ndarray, int]]],
-               out_item: list, out_label: list, out_ann: list, out_tp: list, out_etp: list,
-               out_l: list) -> None:
-    """Per label and annotator of one item, TP, E[TP] and L1 + L2 summed over the pairs the
-    annotator is in, through the item's sums: ``Σ_{b≠a} x_a·x_b = x_a·(Σ_b x_b − x_a)``
-    and ``Σ_{b≠a} (L_a + L_b) = (m − 2)·L_a + Σ_b L_b``, so m annotators cost m, not m²."""
-    m = len(prof)
-    if m < 2:
-        return
-    labels = sorted({lab for p in prof.values() for lab in p}, key=repr)
-    for lab in labels:
-        have = [(a, p[lab]) for a, p in prof.items() if lab in p]
-        obs_sum = np.sum([t[0] for _, t in have], axis=0)
-        chance_sum = np.sum([t[1] for _, t in have], axis=0)
-        l_total = sum(t[2] for _, t in have)
-        for a, p in prof.items():
-            t = p.get(lab)
-            out_item.append(item)
-            out_label.append(lab)
-            out_ann.append(a)
-            if t is None:
-                out_tp.append(0.0)
-                out_etp.append(0.0)
-                out_l.append(float(l_total))
-                continue
-            out_tp.append(float(t[0] @ obs_sum - t[0] @ t[0]))
-            out_etp.append(float(t[1] @ chance_sum - t[1] @ t[1]))
-            out_l.append(float((m - 2) * t[2] + l_total))
+class _PairSums:
+    """Per (item, label, annotator): TP, E[TP] and L1 + L2 summed over the pairs the annotator
+    is in, through the item's sums: ``Σ_{b≠a} x_a·x_b = x_a·(Σ_b x_b − x_a)`` and
+    ``Σ_{b≠a} (L_a + L_b) = (m − 2)·L_a + Σ_b L_b``, so m annotators cost m, not m².
+
+    E[TP] is a float dot product per annotator, taken item by item (the same products as
+    ever: a batched product would add in another order and move the last bits), once per
+    distinct set of chance coverages. TP is an integer: it is
+    left for :meth:`frame`, which sums every segment against its (item, label)'s observed
+    coverage at once (prefix sums over one flat token axis) instead of one small vector
+    product per annotator.
+    """
+
+    def __init__(self) -> None:
+        self.item: list = []
+        self.label: list = []
+        self.ann: list = []
+        self.etp: list[float] = []
+        self.l_sum: list[float] = []
+        self.slot: list[int] = []        # per annotator marking the label: its row
+        self.group: list[int] = []       # ... its (item, label) group
+        self.segments: list = []         # ... its segments
+        self.self_dot: list[int] = []    # ... sum_t c(t)^2
+        self.group_n: list[int] = []     # per (item, label): tokens of the text
+        self.etp_memo: dict[tuple, dict[int, float]] = {}   # E[TP] per chance coverage, by the item's
+
+    def add(self, item: Any, prof: dict[Any, dict[Hashable, Profile]], n: int) -> None:
+        """The rows of one item (``prof``: annotator -> label -> profile)."""
+        m = len(prof)
+        if m < 2:
+            return
+        anns, profs = list(prof), list(prof.values())
+        for lab in sorted({lab for p in profs for lab in p}, key=repr):
+            ts = [p.get(lab) for p in profs]
+            have = [t for t in ts if t is not None]
+            # E[TP] of each chance coverage against the sum of the item's: the same coverages
+            # (cached arrays, alive as long as the table's profiles) give the same sums
+            key = tuple(id(t[1]) for t in have)
+            etp_of = self.etp_memo.get(key)
+            if etp_of is None:
+                chance_sum = np.sum([t[1] for t in have], axis=0)
+                etp_of = self.etp_memo[key] = {id(t[1]): float(t[1] @ chance_sum - t[1] @ t[1]) for t in have}
+            l_total = sum(t[2] for t in have)
+            g = len(self.group_n)
+            self.group_n.append(n)
+            self.item.extend([item] * m)
+            self.label.extend([lab] * m)
+            self.ann.extend(anns)
+            for t in ts:
+                if t is None:
+                    self.etp.append(0.0)
+                    self.l_sum.append(float(l_total))
+                    continue
+                self.slot.append(len(self.etp))
+                self.etp.append(etp_of[id(t[1])])
+                self.l_sum.append(float((m - 2) * t[2] + l_total))
+                self.group.append(g)
+                self.segments.append(t[0])
+                self.self_dot.append(t[3])
+
+    def frame(self) -> pd.DataFrame:
+        """item, label, annotator, tp, expected_tp, l_sum."""
+        tp = np.zeros(len(self.item))
+        if self.slot:
+            counts = np.fromiter(map(len, self.segments), dtype=np.int64, count=len(self.segments))
+            seg = np.fromiter(chain.from_iterable(chain.from_iterable(self.segments)), dtype=np.int64,
+                              count=2 * int(counts.sum())).reshape(-1, 2)
+            # one flat token axis: group g's tokens at [base[g], base[g] + n_g], one spare slot each
+            size = np.asarray(self.group_n, dtype=np.int64) + 1
+            base = np.cumsum(size) - size
+            at = base[np.repeat(np.asarray(self.group, dtype=np.int64), counts)]
+            start, end = at + seg[:, 0], at + seg[:, 1]
+            total = int(size.sum())
+            # observed coverage of each group, summed over its annotators (difference array)
+            cover = np.cumsum(np.bincount(start, minlength=total) - np.bincount(end, minlength=total))
+            upto = np.concatenate(([0], np.cumsum(cover)))   # upto[x] = sum of cover[:x]
+            # sum_t c_a(t) S(t) = the summed coverage over a's segments; minus sum_t c_a(t)^2
+            own = np.bincount(np.repeat(np.arange(counts.size), counts), weights=upto[end] - upto[start],
+                              minlength=counts.size)
+            tp[np.asarray(self.slot, dtype=np.int64)] = own - np.asarray(self.self_dot, dtype=np.float64)
+        return pd.DataFrame({"item": self.item, "label": self.label, "annotator": self.ann, "tp": tp,
+                             "expected_tp": np.asarray(self.etp, dtype=np.float64),
+                             "l_sum": np.asarray(self.l_sum, dtype=np.float64)})
 
 
 @tabular(missing="keep")   # None: an annotation that marked no span
@@ -340,8 +438,9 @@ def span_f1_table(table: pd.DataFrame, n_tokens: Mapping[Any, int], model: str =
     table = long_table(table, duplicates=duplicates, missing="keep")
 
     rec_item, rec_label, rec_a, rec_b, rec_tp, rec_etp, rec_l = [], [], [], [], [], [], []
-    # per (item, label, annotator): the sums over the pairs the annotator is in
-    sum_item, sum_label, sum_ann, sum_tp, sum_etp, sum_l = [], [], [], [], [], []
+    sums = _PairSums()   # per (item, label, annotator): the sums over the pairs the annotator is in
+    profiles: dict[tuple, Profile] = {}   # (n, segments) -> profile, for the whole table
+    pair_memo: dict[tuple[int, int], tuple[float, float]] = {}   # (TP, E[TP]) of two profiles
     ann_col, val_col = table["annotator"].tolist(), table["value"].tolist()
     groups = table.groupby("item", sort=False).indices
     n_pair_rows = sum(len(idx) * (len(idx) - 1) // 2 for idx in groups.values())
@@ -351,25 +450,23 @@ def span_f1_table(table: pd.DataFrame, n_tokens: Mapping[Any, int], model: str =
         if item not in n_tokens:
             raise BadInput(f"item {item!r}: no token count in n_tokens")
         n = int(n_tokens[item])
-        # per annotator: label -> (observed coverage, chance coverage, L)
-        prof: dict[Any, dict[Hashable, tuple[np.ndarray, np.ndarray, int]]] = {}
+        # per annotator: label -> profile. A crowd task repeats a few answers, and the token
+        # table shares one value object between equal answers of a task: each is read once
+        # (the value objects live as long as the table, so their ids stay distinct)
+        prof: dict[Any, dict[Hashable, Profile]] = {}
+        seen: dict[int, dict[Hashable, Profile]] = {}
         for r in idx.tolist():
             ann, value = ann_col[r], val_col[r]
-            by_label: dict[Hashable, list[tuple[int, int]]] = defaultdict(list)
-            for sp in (value if value is not None else ()):
-                if not isinstance(sp, Span):
-                    raise BadInput(f"item {item!r}, annotator {ann!r}: value holds {sp!r}, "
-                                     "expected Span")
-                for lab in _label_keys(sp.label):
-                    by_label[lab].append((sp.start, sp.end))
-            prof[ann] = {lab: _profile(segs, n, model, on_overlap, approx_tol,
-                                       f"item {item!r}, annotator {ann!r}, label {lab!r}")
-                         for lab, segs in by_label.items()}
-        anns = list(prof)
+            got = seen.get(id(value))
+            if got is None:
+                got = seen[id(value)] = _value_profiles(value, n, model, on_overlap, approx_tol, item, ann,
+                                                        profiles)
+            prof[ann] = got
         if reference is None:
-            _pair_sums(item, prof, sum_item, sum_label, sum_ann, sum_tp, sum_etp, sum_l)
+            sums.add(item, prof, n)
         if not keep_pairs:
             continue
+        anns = list(prof)
         if reference is not None:
             pairs = [(reference, b) for b in anns if b != reference] if reference in prof else []
         else:
@@ -380,7 +477,11 @@ def span_f1_table(table: pd.DataFrame, n_tokens: Mapping[Any, int], model: str =
             for lab in sorted(set(pa) | set(pb), key=repr):
                 ta, tb = pa.get(lab), pb.get(lab)
                 if ta is not None and tb is not None:
-                    tp, etp = float(ta[0] @ tb[0]), float(ta[1] @ tb[1])
+                    # profiles are shared by equal answers (and kept alive by ``profiles``)
+                    got = pair_memo.get((id(ta), id(tb)))
+                    if got is None:
+                        got = pair_memo[(id(ta), id(tb))] = (float(_overlap(ta[0], tb[0])), float(ta[1] @ tb[1]))
+                    tp, etp = got
                 else:
                     tp = etp = 0.0
                 rec_item.append(item)
@@ -397,10 +498,7 @@ def span_f1_table(table: pd.DataFrame, n_tokens: Mapping[Any, int], model: str =
                             "l_sum": np.asarray(rec_l, dtype=np.float64)})
     if reference is None:
         # every pair counts once in the totals and once for each of its two annotators
-        per_ann_rows = pd.DataFrame({"item": sum_item, "label": sum_label, "annotator": sum_ann,
-                                     "tp": np.asarray(sum_tp, dtype=np.float64),
-                                     "expected_tp": np.asarray(sum_etp, dtype=np.float64),
-                                     "l_sum": np.asarray(sum_l, dtype=np.float64)})
+        per_ann_rows = sums.frame()
         halves = per_ann_rows.assign(**{c: per_ann_rows[c] / 2.0 for c in ("tp", "expected_tp", "l_sum")})
         per_ann = _summarise(per_ann_rows, "annotator")
         per_item = _summarise(halves, "item")

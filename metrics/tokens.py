@@ -15,7 +15,7 @@ import numpy as np
 from .model import Span
 from .errors import BadInput
 
-__all__ = ["TOKENIZERS", "char_spans_to_tokens", "token_bounds"]
+__all__ = ["TOKENIZERS", "char_spans_to_tokens", "many_char_spans_to_tokens", "token_bounds"]
 
 
 TOKENIZERS = ("nltk", "wordpunct", "chars")
@@ -96,3 +96,87 @@ def char_spans_to_tokens(text: str, spans: Sequence[Span], tokenizer: str = "nlt
     return int(tok_start.size), out
 
 
+
+
+_new, _set = object.__new__, object.__setattr__
+
+
+def _token_span(start: int, end: int, label: object, text: str | None) -> Span:
+    """``Span(start, end, label, text)`` for int bounds already checked (``0 <= start < end``):
+    without the dataclass' re-validation, which would cost more than the mapping itself."""
+    s = _new(Span)
+    _set(s, "start", start)
+    _set(s, "end", end)
+    _set(s, "label", label)
+    _set(s, "text", text)
+    return s
+
+
+def many_char_spans_to_tokens(texts: Sequence[str], spans: Sequence[Sequence[Span]], tokenizer: str = "nltk",
+                              bounds: dict[str, tuple[np.ndarray, np.ndarray]] | None = None
+                              ) -> tuple[list[int], list[tuple[Span, ...]]]:
+    """:func:`char_spans_to_tokens` of many ``(text, spans)`` at once, with the same results.
+
+    A crowd project maps tens of thousands of annotations: one pair of ``searchsorted``
+    over every text's token bounds laid end to end (text ``d`` shifted past all before it,
+    so no search crosses into another text) instead of two per annotation.
+
+    Parameters
+    ----------
+    texts : sequence of str, shape (k,)
+    spans : sequence of sequences of Span, shape (k,)
+        Character offsets ``[start, end)`` on ``texts[i]``.
+    tokenizer, bounds
+        As :func:`char_spans_to_tokens`.
+
+    Returns
+    -------
+    n_tokens : list of int, shape (k,)
+    token_spans : list of tuples of Span, shape (k,)
+
+    Raises
+    ------
+    ValueError
+        The first span (in order) outside its text, as :func:`char_spans_to_tokens` says it.
+    """
+    if tokenizer == "chars" or len(texts) == 0:
+        pairs = [char_spans_to_tokens(t, s, tokenizer, bounds) for t, s in zip(texts, spans)]
+        return [n for n, _ in pairs], [tok for _, tok in pairs]
+    if bounds is None:
+        bounds = {}
+    # each distinct text once, in order of first use
+    slot: dict[str, int] = {}
+    text_of = np.fromiter((slot.setdefault(t, len(slot)) for t in texts), dtype=np.int64, count=len(texts))
+    distinct = list(slot)
+    tok = []
+    for t in distinct:
+        got = bounds.get(t)
+        if got is None:
+            got = bounds[t] = token_bounds(t, tokenizer)
+        tok.append(got)
+    n_chars = np.fromiter(map(len, distinct), dtype=np.int64, count=len(distinct))
+    n_tok = np.fromiter((s.size for s, _ in tok), dtype=np.int64, count=len(tok))
+    shift = np.cumsum(n_chars + 1) - (n_chars + 1)      # text d's characters at shift[d] + [0, len]
+    before = np.cumsum(n_tok) - n_tok                    # tokens of the texts before d
+    tok_start = np.concatenate([s for s, _ in tok] + [np.zeros(0, np.int64)]) + np.repeat(shift, n_tok)
+    tok_end = np.concatenate([e for _, e in tok] + [np.zeros(0, np.int64)]) + np.repeat(shift, n_tok)
+
+    counts = np.fromiter(map(len, spans), dtype=np.int64, count=len(spans))
+    flat = [sp for group in spans for sp in group]
+    cs = np.fromiter((sp.start for sp in flat), dtype=np.int64, count=len(flat))
+    ce = np.fromiter((sp.end for sp in flat), dtype=np.int64, count=len(flat))
+    d = np.repeat(text_of, counts)
+    bad = np.flatnonzero((cs < 0) | (cs > ce) | (ce > n_chars[d]))
+    if bad.size:
+        sp = flat[int(bad[0])]
+        raise BadInput(f"span [{sp.start}, {sp.end}) ({sp.text!r}) lies outside the "
+                       f"text of {int(n_chars[d[bad[0]]])} characters")
+    first = (np.searchsorted(tok_end, shift[d] + cs, side="right") - before[d]).tolist()
+    stop = (np.searchsorted(tok_start, shift[d] + ce, side="left") - before[d]).tolist()
+    out: list[tuple[Span, ...]] = []
+    k = 0
+    for c in counts.tolist():
+        out.append(tuple(_token_span(a, b, sp.label, sp.text)
+                         for sp, a, b in zip(flat[k:k + c], first[k:k + c], stop[k:k + c]) if b > a))
+        k += c
+    return n_tok[text_of].tolist(), out

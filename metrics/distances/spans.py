@@ -22,6 +22,8 @@ vectorized.
 """
 from __future__ import annotations
 
+from itertools import chain, compress
+from operator import attrgetter
 from typing import Any, Sequence
 
 import numpy as np
@@ -30,13 +32,15 @@ import scipy.sparse as sp
 from ..model import Span
 from .base import Distance
 from ._ragged import cross_layout, hashable_codes, intersection_sizes, pair_chunks
-from .multi_object import CountDistance, flatten_regions
+from .multi_object import CountDistance, PackedObjects, flatten_regions
 from .registry import register
 from ..errors import BadInput
 
 __all__ = ["SpanDistance", "MODES"]
 
 MODES = ("lenient", "lenient_range", "lenient_tag", "strict")
+
+_START, _END = attrgetter("start"), attrgetter("end")
 
 
 def _merged_coverage(value_of: np.ndarray, labels: np.ndarray, starts: np.ndarray, ends: np.ndarray,
@@ -78,6 +82,45 @@ def _merged_coverage(value_of: np.ndarray, labels: np.ndarray, starts: np.ndarra
     return s[cut], np.maximum.reduceat(reach, cut), lab[cut], np.bincount(v[cut], minlength=n_values)
 
 
+def _packed_spans(values: Sequence[Any], what: str) -> tuple[PackedObjects, np.ndarray, np.ndarray]:
+    """Every value's spans, flat, without the zero-length ones (they mark no unit: else 0/0
+    shares in the lenient modes), and their bounds.
+
+    A crowd control has tens of thousands of values of a few spans each: when every value is
+    a tuple of Span (the adapters' values), the spans are read once, at C speed
+    (``attrgetter``), and the zero-length ones dropped with one mask; anything else takes
+    the general path, which names the value that is not a sequence of Span.
+
+    Returns
+    -------
+    packed : PackedObjects
+    start, end : ndarray of int64, shape (n_spans,)
+    """
+    if all(type(v) is tuple for v in values):
+        objs = list(chain.from_iterable(values))
+        if not set(map(type, objs)) - {Span}:
+            n = len(objs)
+            start = np.fromiter(map(_START, objs), dtype=np.int64, count=n)
+            end = np.fromiter(map(_END, objs), dtype=np.int64, count=n)
+            counts = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
+            empty = end <= start
+            if empty.any():
+                keep = ~empty
+                counts = counts - np.bincount(np.repeat(np.arange(counts.size), counts)[empty],
+                                              minlength=counts.size)
+                objs = list(compress(objs, keep.tolist()))
+                start, end = start[keep], end[keep]
+            return PackedObjects(objs, counts), start, end
+    values = [tuple(sp for sp in v if not (isinstance(sp, Span) and sp.end <= sp.start))
+              if isinstance(v, (tuple, list)) else v for v in values]
+    packed = flatten_regions(values, Span, what)
+    objs = packed.objects
+    n = len(objs)
+    start = np.fromiter((o.start for o in objs), dtype=np.int64, count=n)
+    end = np.fromiter((o.end for o in objs), dtype=np.int64, count=n)
+    return packed, start, end
+
+
 class SpanDistance(Distance):
     """Distance between two sets of spans (see module doc for the modes).
 
@@ -95,18 +138,13 @@ class SpanDistance(Distance):
         self.name = f"spans.{variant}"
 
     def prepare(self, values: Sequence[Any]) -> dict:
-        # a zero-length span marks no unit: it is ignored (else 0/0 shares in lenient modes)
-        values = [tuple(sp for sp in v if not (isinstance(sp, Span) and sp.end <= sp.start))
-                  if isinstance(v, (tuple, list)) else v for v in values]
-        packed = flatten_regions(values, Span, self.name)
+        packed, start, end = _packed_spans(values, self.name)
         objs = packed.objects
-        n = len(objs)
-        se = np.fromiter((v for o in objs for v in (o.start, o.end)), dtype=np.int64,
-                         count=2 * n).reshape(n, 2)
         prep = {"counts": packed.counts}
         if self.mode in ("lenient_tag", "strict"):
             tagged = self.mode == "strict"
-            keys = [(o.start, o.end, o.label) if tagged else (o.start, o.end) for o in objs]
+            bounds = zip(start.tolist(), end.tolist())
+            keys = [(s, e, o.label) for (s, e), o in zip(bounds, objs)] if tagged else list(bounds)
             codes, distinct = hashable_codes(keys)
             # each value's distinct codes, ascending: one sort of (value, code) for all values
             # (a crowd control has thousands of values; np.unique per value cost ~10 µs each)
@@ -118,11 +156,11 @@ class SpanDistance(Distance):
                                             shape=(packed.counts.size, width))
             return prep
         tagged = self.mode == "lenient_range"
-        labels = packed.labels if tagged else np.zeros(n, dtype=np.int64)
+        labels = packed.labels if tagged else np.zeros(len(objs), dtype=np.int64)
         # Disjoint coverage of each value (per tag when tags count), so a unit covered by
         # two overlapping spans of B is counted once.
-        ms, me, ml, mcount = _merged_coverage(packed.value_of, labels, se[:, 0], se[:, 1], packed.counts.size)
-        prep.update(start=se[:, 0], end=se[:, 1], label=labels, starts=packed.starts,
+        ms, me, ml, mcount = _merged_coverage(packed.value_of, labels, start, end, packed.counts.size)
+        prep.update(start=start, end=end, label=labels, starts=packed.starts,
                     mstart=ms, mend=me, mlabel=ml, mcounts=mcount, mstarts=np.cumsum(mcount) - mcount)
         return prep
 

@@ -104,8 +104,10 @@ def span_f1_section(control: Any, settings: Any) -> SpanF1Section | None:
     table, n_tokens, warnings = token_table(control)
     if table.empty or table.groupby("item").size().max() < 2:
         return None
-    # Label Studio lets one annotator overlap two spans of a label: their union is scored
-    res = span_f1_table(table, n_tokens, "non-overlapping", on_overlap="merge")
+    # Label Studio lets one annotator overlap two spans of a label: their union is scored.
+    # The section shows no pair of annotators: the per-pair records are never built
+    # (max_pairs=0; the totals and the rows per annotator, task and label do not use them)
+    res = span_f1_table(table, n_tokens, "non-overlapping", on_overlap="merge", max_pairs=0)
     return SpanF1Section(
         observed=finite_or_none(res.observed), chance=finite_or_none(res.chance), corrected=finite_or_none(res.corrected),
         tp=float(res.tp), expected_tp=float(res.expected_tp), l_sum=float(res.l_sum), model=res.model,
