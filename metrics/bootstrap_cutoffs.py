@@ -29,6 +29,10 @@ class Cutoffs:
     """
 
     _CACHE = 8_000_000   # kernel-row elements kept between blocks
+    #: Kernel-row elements of one product with the weights: the rows of many probes or
+    #: Taylor anchors times a large chance sample (U grows with the project) are built and
+    #: multiplied a block at a time, so memory stays bounded whatever U (issue 24).
+    _BLOCK = 4_000_000
 
     def __init__(self, values: np.ndarray, h: float, p: float, levels: np.ndarray, center: int) -> None:
         self.v, self.h, self.p, self.levels = values, float(h), float(p), levels
@@ -114,8 +118,10 @@ class Cutoffs:
         """Narrow the brackets ``[lo, hi]`` of replicates ``cols`` with ``F_w`` at levels ``probes``."""
         if not (cols.size and probes.size):
             return
-        kp = np.stack([self._row(int(q)) for q in probes])
-        reach = (kp @ wu[:, cols]) >= self.p * tot[cols]                    # (P, open)
+        w, need = wu[:, cols], self.p * tot[cols]
+        per = max(1, self._BLOCK // max(self.v.size, 1))
+        reach = np.concatenate([(np.stack([self._row(int(q)) for q in probes[k:k + per]]) @ w) >= need
+                                for k in range(0, probes.size, per)])      # (P, open)
         inside = (probes[:, None] >= lo[cols]) & (probes[:, None] < hi[cols])
         hit = reach & inside
         first = np.where(hit.any(axis=0), hit.argmax(axis=0), probes.size)
@@ -140,7 +146,9 @@ class Cutoffs:
         if n_anchor > self._MAX_ANCHORS:
             return False
         anchors = d_lo + half * (np.arange(n_anchor) + 0.5)
-        coef = (self._taylor_rows(anchors) @ wu[:, cols]).reshape(n_anchor, self._TERMS, cols.size)
+        w, per = wu[:, cols], max(1, self._BLOCK // max(self._TERMS * self.v.size, 1))
+        coef = np.concatenate([self._taylor_rows(anchors[k:k + per]) @ w for k in range(0, n_anchor, per)]
+                              ).reshape(n_anchor, self._TERMS, cols.size)
         coef /= tot[cols]
         a, b = left.copy(), right.copy()
         j = np.arange(cols.size)
