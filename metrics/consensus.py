@@ -374,46 +374,43 @@ def _posterior_of_logs(log_ordinary: np.ndarray, log_split: np.ndarray, task: np
     log_o = np.bincount(task, weights=log_ordinary, minlength=n_tasks) + math.log(1 - rho)
     log_a = np.bincount(task, weights=log_split, minlength=n_tasks) + math.log(rho)
     top = np.maximum(log_o, log_a)
-    norm = top + np.log(np.exp(log_o - top) + np.exp(log_a - top))
+    # exp(log_o − top) + exp(log_a − top): one of the two is exp(0) = 1 exactly, so one
+    # exp of the other (the smaller; NaN stays NaN) gives the same sum
+    norm = top + np.log(1.0 + np.exp(np.minimum(log_o - top, log_a - top)))
     return np.exp(log_a - norm), norm
 
 
-@dataclass(frozen=True)
-class _Grid:
+def _cell_factors(theta: np.ndarray, sound: np.ndarray, departs: np.ndarray, w: float) -> np.ndarray:
     """The E step's per-answer factors on the (reading, annotator, bin) grid: an answer's
     f_s, f_d and θ depend only on its bin and annotator (and its reading on whether it is
     the consensus), so each factor is computed once per cell, with the very float
-    operations of :class:`_Factors` per answer, then gathered (flat index ``main·A·B + a·B + b``).
+    operations of :class:`_Factors` per answer, then gathered in one ``take`` (cell
+    ``main·A·B + a·B + b``).
 
-    Attributes
+    Parameters
     ----------
-    ordinary : ndarray, shape (A, B)
-        ``θ f_s + (1 − θ) f_d``.
-    log_ordinary : ndarray, shape (A, B)
-    log_split : ndarray, shape (2, A, B)
-        log of the density under the ambiguous reading ([1]: the consensus, as ordinary).
-    sound_share : ndarray, shape (2, A, B)
-        ``θ f_s / split`` (the split reading's share of the main reading's sound answers).
-    other_share : ndarray, shape (2, A, B)
-        ``θ ½ w / split`` (0 for the consensus).
+    theta : ndarray, shape (A,)
+    sound, departs : ndarray, shape (B,)
+        f_s and f_d per bin.
+    w : float
+        The other reading's density.
+
+    Returns
+    -------
+    ndarray, shape (7, 2·A·B), rows: log ordinary, log split (the consensus: as
+    ordinary), θ, f_s, ordinary ``θ f_s + (1 − θ) f_d``, ``θ f_s / split`` (the split
+    reading's share of the main reading's sound answers), ``θ ½ w / split`` (0 for the
+    consensus).
     """
-
-    ordinary: np.ndarray
-    log_ordinary: np.ndarray
-    log_split: np.ndarray
-    sound_share: np.ndarray
-    other_share: np.ndarray
-
-    @classmethod
-    def of(cls, theta: np.ndarray, sound: np.ndarray, departs: np.ndarray, w: float) -> "_Grid":
-        t, u, v = theta[:, None], sound[None, :], departs[None, :]
-        ordinary = t * u + (1 - t) * v
-        split = t * 0.5 * (u + w) + (1 - t) * v
-        log_ordinary = np.log(ordinary)
-        return cls(ordinary=ordinary, log_ordinary=log_ordinary,
-                   log_split=np.stack([np.log(split), log_ordinary]),
-                   sound_share=np.stack([t * 0.5 * u / split, t * u / ordinary]),
-                   other_share=np.stack([t * 0.5 * w / split, np.zeros_like(ordinary)]))
+    t, u, v = theta[:, None], sound[None, :], departs[None, :]
+    ordinary = t * u + (1 - t) * v
+    split = t * 0.5 * (u + w) + (1 - t) * v
+    log_ordinary = np.log(ordinary)
+    both = np.broadcast_to
+    return np.stack([both(log_ordinary, (2,) + ordinary.shape), np.stack([np.log(split), log_ordinary]),
+                     both(t, (2,) + ordinary.shape), both(u, (2,) + ordinary.shape), both(ordinary, (2,) + ordinary.shape),
+                     np.stack([t * 0.5 * u / split, t * u / ordinary]),
+                     np.stack([t * 0.5 * w / split, np.zeros_like(ordinary)])]).reshape(7, -1)
 
 
 def _histogram_pdf(d: np.ndarray, weight: np.ndarray, edges: np.ndarray, pseudo: float,
@@ -424,10 +421,11 @@ def _histogram_pdf(d: np.ndarray, weight: np.ndarray, edges: np.ndarray, pseudo:
     out — a few tasks where everybody departs — is spread over the whole tail instead of
     passing for sound work. ``bins``: ``_bin(d, edges)`` when the caller has it already."""
     h = np.bincount(_bin(d, edges) if bins is None else bins, weights=weight, minlength=edges.size - 1)
-    h = np.convolve(np.r_[h[0], h, h[-1]], [0.25, 0.5, 0.25], mode="valid")
+    h = np.convolve(np.concatenate((h[:1], h, h[-1:])), [0.25, 0.5, 0.25], mode="valid")
     if unimodal and h.sum() > 0:
         mode = int(np.argmax(h))
-        h = np.r_[_isotonic(h[:mode + 1]), _isotonic(h[mode + 1:][::-1])[::-1]] if mode + 1 < h.size else _isotonic(h)
+        h = (np.concatenate((_isotonic(h[:mode + 1]), _isotonic(h[mode + 1:][::-1])[::-1])) if mode + 1 < h.size
+             else _isotonic(h))
     h = h + pseudo / h.size
     return h / (h.sum() * (edges[1] - edges[0]))
 
@@ -492,30 +490,29 @@ def fit_distance_model(medoid: Medoids, annotator: Sequence[Any], *, distance: s
     def factors() -> _Factors:
         return _Factors(u=state["sound"][b], v=state["departs"][b], w=1.0 / hi, theta=state["theta"][a], main=main)
 
-    # each answer's cell of the factor grids (_Grid) and each annotator's answer count: fixed
-    # through the fit, so the E step gathers per answer what it computed per cell
-    cell_ab = a * _BINS + b
-    cell = main * (n_ann * _BINS) + cell_ab
+    # each answer's cell of the factor grid (_cell_factors) and each annotator's answer
+    # count: fixed through the fit, so the E step gathers per answer what it computed per cell
+    cell = main * (n_ann * _BINS) + a * _BINS + b
     per_annotator = np.maximum(np.bincount(a, minlength=n_ann), 1)
 
     def em() -> int:
         last, it = -np.inf, 0
         for it in range(1, max_iter + 1):
-            g = _Grid.of(state["theta"], state["sound"], state["departs"], 1.0 / hi)
-            p_amb, norm = _posterior_of_logs(g.log_ordinary.ravel()[cell_ab], g.log_split.ravel()[cell], task,
-                                             n_tasks, state["rho"])
+            log_o, log_s, theta_n, sound_n, ordinary, sound_share, other_share = np.take(
+                _cell_factors(state["theta"], state["sound"], state["departs"], 1.0 / hi), cell, axis=1)
+            p_amb, norm = _posterior_of_logs(log_o, log_s, task, n_tasks, state["rho"])
             logp = float(norm.sum())
             if it > 1 and abs(logp - last) <= tol * max(abs(logp), 1.0):
                 break
             last = logp
-            pa = p_amb[task]
+            pa = np.take(p_amb, task)
             # (1 − pa) θ f_s / ordinary + pa θ f_s / (ordinary or split), in _Factors' order of operations
             in_main = 1 - pa
-            in_main *= state["theta"][a]
-            in_main *= state["sound"][b]
-            in_main /= g.ordinary.ravel()[cell_ab]
-            in_main += pa * g.sound_share.ravel()[cell]
-            other = pa * g.other_share.ravel()[cell]
+            in_main *= theta_n
+            in_main *= sound_n
+            in_main /= ordinary
+            in_main += pa * sound_share
+            other = pa * other_share
             departs = 1.0 - in_main - other
             state["sound"] = _histogram_pdf(d, in_main, edges, _SOUND_PSEUDO, unimodal=True, bins=b)
             if not careful.all():

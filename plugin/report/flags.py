@@ -155,22 +155,25 @@ def _read_labels(entry: "ControlReport", model: LabelModel, table: pd.DataFrame,
     r = read_labels(model, item, who, vals)
     best = dict(zip(model.annotators, model.sound_best))
     rows = _rows_by_task(r.task_of, len(r.items))
+    # the loop below reads Python numbers (a numpy scalar per access costs ten times more)
+    p_flag, p_amb, cons_p, lr = r.p_flag.tolist(), r.p_ambiguous.tolist(), r.consensus_p.tolist(), r.log_lr_ambiguous.tolist()
+    consensus, p_dep, who_l = r.consensus.tolist(), r.p_departs.tolist(), who.tolist()
     for t, key in enumerate(r.items):
         rec = items.get(str(key))
         if rec is None:
             continue
-        cons = model.classes[int(r.consensus[t])]
+        cons = model.classes[int(consensus[t])]
         answers = rows[t]
-        rec.p_flag, rec.p_ambiguous = float(r.p_flag[t]), float(r.p_ambiguous[t])
-        rec.ambiguity_lr = finite_or_none(r.log_lr_ambiguous[t])
-        rec.consensus, rec.consensus_p = cons, float(r.consensus_p[t])
-        agreeing = [who[n] for n in answers if vals[n] == cons]
+        rec.p_flag, rec.p_ambiguous = p_flag[t], p_amb[t]
+        rec.ambiguity_lr = finite_or_none(lr[t])
+        rec.consensus, rec.consensus_p = cons, cons_p[t]
+        agreeing = [who_l[n] for n in answers if vals[n] == cons]
         rec.consensus_by = max(agreeing, key=lambda a: (best.get(a, 0.0), a)) if agreeing else None
-        rec.departs = {who[n]: round(float(r.p_departs[n]), 4) for n in answers if r.p_departs[n] >= _KEEP_DEPARTS}
-        rec.how = {who[n]: f"said {vals[n]!r} where the consensus is {cons!r}" for n in answers
-                   if r.p_departs[n] >= _NAMED_FROM and vals[n] != cons}
-        named = sorted(((who[n], float(r.p_departs[n])) for n in answers if who[n] in rec.how), key=lambda x: -x[1])
-        others = [who[n] for n in answers if vals[n] != cons and r.p_departs[n] >= 0.1]
+        rec.departs = {who_l[n]: round(p_dep[n], 4) for n in answers if p_dep[n] >= _KEEP_DEPARTS}
+        rec.how = {who_l[n]: f"said {vals[n]!r} where the consensus is {cons!r}" for n in answers
+                   if p_dep[n] >= _NAMED_FROM and vals[n] != cons}
+        named = sorted(((who_l[n], p_dep[n]) for n in answers if who_l[n] in rec.how), key=lambda x: -x[1])
+        others = [who_l[n] for n in answers if vals[n] != cons and p_dep[n] >= 0.1]
         split = None
         if rec.p_ambiguous >= 0.2:
             a, b = (model.classes[int(x)] for x in r.split[t])
