@@ -47,16 +47,39 @@ def iter_multiplicities(n_items: int, n_boot: int, seed: int | np.random.Generat
     while done < n_boot:
         b = min(chunk, n_boot - done)
         if transposed and n_items * b < 2 ** 31:
-            draws = rng.integers(0, n_items, size=(b, n_items), dtype=np.int32)
-            draws *= b
-            draws += np.arange(b, dtype=np.int32)[:, None]
-            yield np.bincount(draws.ravel(), minlength=b * n_items).reshape(n_items, b).astype(dtype, copy=False)
+            counts = _counts(rng.integers(0, n_items, size=(b, n_items), dtype=np.int32), n_items)
+            out = np.empty((n_items, b), dtype=dtype)
+            out[...] = counts.T
+            yield out
         else:
-            draws = rng.integers(0, n_items, size=(b, n_items))
-            draws += (np.arange(b) * n_items)[:, None]
-            out = np.bincount(draws.ravel(), minlength=b * n_items).reshape(b, n_items)
-            yield np.ascontiguousarray(out.T).astype(dtype, copy=False) if transposed else out.astype(dtype, copy=False)
+            counts = _counts(rng.integers(0, n_items, size=(b, n_items)), n_items)
+            yield np.ascontiguousarray(counts.T).astype(dtype, copy=False) if transposed else counts.astype(dtype, copy=False)
         done += b
+
+
+def _counts(draws: np.ndarray, n_items: int) -> np.ndarray:
+    """How often each item is drawn in each replicate.
+
+    Parameters
+    ----------
+    draws : ndarray of int, shape (b, n_items)
+        The items drawn, one row per replicate (int32 only when ``b · n_items < 2**31``).
+
+    Returns
+    -------
+    ndarray of int64, shape (b, n_items)
+        Counted a replicate at a time while there are few (a replicate's counts stay in
+        cache, where one count over all replicates scatters across the whole table), else
+        in one count of the draws offset by their replicate.
+    """
+    b = draws.shape[0]
+    if b <= 256:
+        out = np.empty((b, n_items), dtype=np.int64)
+        for r in range(b):
+            out[r] = np.bincount(draws[r], minlength=n_items)
+        return out
+    offset = draws + (np.arange(b, dtype=draws.dtype) * n_items)[:, None]
+    return np.bincount(offset.ravel(), minlength=b * n_items).reshape(b, n_items)
 
 
 def percentile_interval(samples: np.ndarray, level: float = 0.95) -> tuple[float, float]:
