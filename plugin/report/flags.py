@@ -208,17 +208,25 @@ def _read_distances(entry: "ControlReport", model: DistanceModel, table: pd.Data
     lr, consensus = r.log_lr_ambiguous.tolist(), med.consensus.tolist()
     p_dep, p_other = r.p_departs.tolist(), r.p_other_reading.tolist()
     is_cons, distance, who_l = med.is_consensus.tolist(), med.distance.tolist(), who.tolist()
+    # a task none of whose answers is kept, named or a likely departure, and not ambiguous
+    # enough to say so, gets no departures and no reason: no loop over its answers
+    listed = (r.p_departs >= _KEEP_DEPARTS) | (~med.is_consensus & (med.distance > 0) & (r.p_departs >= 0.1))
+    quiet = ((np.bincount(med.task_of, weights=listed, minlength=len(med.items)) == 0)
+             & ~(r.p_ambiguous >= 0.2)).tolist()
     for t, key in enumerate(med.items.tolist()):
         rec = items.get(str(key))
         if rec is None:
             continue
-        answers = rows[t]
         c = consensus[t]
         rec.p_flag, rec.p_ambiguous = p_flag[t], p_amb[t]
         rec.ambiguity_lr = finite_or_none(lr[t])
         rec.consensus_by, rec.consensus_p = who_l[c], cons_p[t]
         plain = _plain(vals[c])
         rec.consensus = plain if isinstance(plain, (str, int, float)) else None
+        if quiet[t]:
+            rec.departs, rec.how, rec.reason = {}, {}, None
+            continue
+        answers = rows[t]
         rec.departs = {who_l[n]: round(p_dep[n], 4) for n in answers if p_dep[n] >= _KEEP_DEPARTS}
         rec.how = {}
         for n in answers:
