@@ -164,8 +164,9 @@ def token_table(control: Any, tokenizer: str = SPAN_TOKENIZER) -> tuple[pd.DataF
     # every answer mapped in one batch
     n_of, tok = many_char_spans_to_tokens(texts, answers, tokenizer)
     n_tokens = {item: n_of[entry[first]] for item, first in first_entry}
-    rows_out = [(items[r], anns[r], tok[k]) for r, k in zip(rows, entry)]
-    out = pd.DataFrame(rows_out, columns=["item", "annotator", "value"]), n_tokens, warnings
+    # by column: no tuple per row (each would be one more object for the garbage collector)
+    out = pd.DataFrame({"item": [items[r] for r in rows], "annotator": [anns[r] for r in rows],
+                        "value": [tok[k] for k in entry]}, columns=["item", "annotator", "value"]), n_tokens, warnings
     if hasattr(control, "__dict__"):
         control._token_table = (tokenizer, out, control.table)   # until release_tokens(control)
     return out

@@ -314,8 +314,10 @@ class _PairSums:
     ``Σ_{b≠a} (L_a + L_b) = (m − 2)·L_a + Σ_b L_b``, so m annotators cost m, not m².
 
     E[TP] is a float dot product per annotator, taken item by item (the same products as
-    ever: a batched product would add in another order and move the last bits), once per
-    distinct set of chance coverages. TP is an integer: it is
+    ever: a batched product would add in another order and move the last bits). A crowd
+    project repeats a few answers: the rows of an (item, label) are worked out once per
+    distinct tuple of its annotators' profiles (profiles are shared by equal answers and kept
+    alive by the caller for the whole table, so their ids name them). TP is an integer: it is
     left for :meth:`frame`, which sums every segment against its (item, label)'s observed
     coverage at once (prefix sums over one flat token axis) instead of one small vector
     product per annotator.
@@ -332,7 +334,33 @@ class _PairSums:
         self.segments: list = []         # ... its segments
         self.self_dot: list[int] = []    # ... sum_t c(t)^2
         self.group_n: list[int] = []     # per (item, label): tokens of the text
-        self.etp_memo: dict[tuple, dict[int, float]] = {}   # E[TP] per chance coverage, by the item's
+        self.memo: dict[tuple, tuple] = {}   # ids of a group's profiles -> _rows of them
+        self.etp_memo: dict[tuple, dict[int, float]] = {}   # ids of its chance coverages -> E[TP]s
+
+    def _rows(self, ts: list[Profile | None]) -> tuple[list[float], list[float], list[int], list, list[int]]:
+        """E[TP] and L1 + L2 of each annotator of an (item, label) (``ts``: their profiles, None
+        for one who did not mark the label); the positions, segments and self overlaps of those
+        who did."""
+        m = len(ts)
+        have = [t for t in ts if t is not None]
+        # E[TP] of each chance coverage against their sum: the same coverages (cached arrays,
+        # alive as long as the profiles) give the same products, computed once
+        key = tuple(id(t[1]) for t in have)
+        etp_of = self.etp_memo.get(key)
+        if etp_of is None:
+            chance_sum = np.sum([t[1] for t in have], axis=0)
+            etp_of = self.etp_memo[key] = {id(t[1]): float(t[1] @ chance_sum - t[1] @ t[1]) for t in have}
+        l_total = sum(t[2] for t in have)
+        etp, l_sum, present = [], [], []
+        for k, t in enumerate(ts):
+            if t is None:
+                etp.append(0.0)
+                l_sum.append(float(l_total))
+                continue
+            etp.append(etp_of[id(t[1])])
+            l_sum.append(float((m - 2) * t[2] + l_total))
+            present.append(k)
+        return etp, l_sum, present, [t[0] for t in have], [t[3] for t in have]
 
     def add(self, item: Any, prof: dict[Any, dict[Hashable, Profile]], n: int) -> None:
         """The rows of one item (``prof``: annotator -> label -> profile)."""
@@ -342,31 +370,22 @@ class _PairSums:
         anns, profs = list(prof), list(prof.values())
         for lab in sorted({lab for p in profs for lab in p}, key=repr):
             ts = [p.get(lab) for p in profs]
-            have = [t for t in ts if t is not None]
-            # E[TP] of each chance coverage against the sum of the item's: the same coverages
-            # (cached arrays, alive as long as the table's profiles) give the same sums
-            key = tuple(id(t[1]) for t in have)
-            etp_of = self.etp_memo.get(key)
-            if etp_of is None:
-                chance_sum = np.sum([t[1] for t in have], axis=0)
-                etp_of = self.etp_memo[key] = {id(t[1]): float(t[1] @ chance_sum - t[1] @ t[1]) for t in have}
-            l_total = sum(t[2] for t in have)
-            g = len(self.group_n)
+            key = tuple(map(id, ts))
+            rows = self.memo.get(key)
+            if rows is None:
+                rows = self.memo[key] = self._rows(ts)
+            etp, l_sum, present, segments, self_dot = rows
+            base, g = len(self.etp), len(self.group_n)
             self.group_n.append(n)
             self.item.extend([item] * m)
             self.label.extend([lab] * m)
             self.ann.extend(anns)
-            for t in ts:
-                if t is None:
-                    self.etp.append(0.0)
-                    self.l_sum.append(float(l_total))
-                    continue
-                self.slot.append(len(self.etp))
-                self.etp.append(etp_of[id(t[1])])
-                self.l_sum.append(float((m - 2) * t[2] + l_total))
-                self.group.append(g)
-                self.segments.append(t[0])
-                self.self_dot.append(t[3])
+            self.etp.extend(etp)
+            self.l_sum.extend(l_sum)
+            self.slot.extend([base + k for k in present])
+            self.group.extend([g] * len(present))
+            self.segments.extend(segments)
+            self.self_dot.extend(self_dot)
 
     def frame(self) -> pd.DataFrame:
         """item, label, annotator, tp, expected_tp, l_sum."""
@@ -440,6 +459,7 @@ def span_f1_table(table: pd.DataFrame, n_tokens: Mapping[Any, int], model: str =
     rec_item, rec_label, rec_a, rec_b, rec_tp, rec_etp, rec_l = [], [], [], [], [], [], []
     sums = _PairSums()   # per (item, label, annotator): the sums over the pairs the annotator is in
     profiles: dict[tuple, Profile] = {}   # (n, segments) -> profile, for the whole table
+    seen: dict[tuple[int, int], dict[Hashable, Profile]] = {}   # (n, id of a value) -> its profiles
     pair_memo: dict[tuple[int, int], tuple[float, float]] = {}   # (TP, E[TP]) of two profiles
     ann_col, val_col = table["annotator"].tolist(), table["value"].tolist()
     groups = table.groupby("item", sort=False).indices
@@ -450,17 +470,16 @@ def span_f1_table(table: pd.DataFrame, n_tokens: Mapping[Any, int], model: str =
         if item not in n_tokens:
             raise BadInput(f"item {item!r}: no token count in n_tokens")
         n = int(n_tokens[item])
-        # per annotator: label -> profile. A crowd task repeats a few answers, and the token
-        # table shares one value object between equal answers of a task: each is read once
-        # (the value objects live as long as the table, so their ids stay distinct)
+        # per annotator: label -> profile. A crowd project repeats a few answers, and the token
+        # table shares one value object between equal answers on a text: each is read once
+        # per text length (the values live as long as ``val_col``, so their ids stay distinct)
         prof: dict[Any, dict[Hashable, Profile]] = {}
-        seen: dict[int, dict[Hashable, Profile]] = {}
         for r in idx.tolist():
             ann, value = ann_col[r], val_col[r]
-            got = seen.get(id(value))
+            got = seen.get((n, id(value)))
             if got is None:
-                got = seen[id(value)] = _value_profiles(value, n, model, on_overlap, approx_tol, item, ann,
-                                                        profiles)
+                got = seen[(n, id(value))] = _value_profiles(value, n, model, on_overlap, approx_tol, item, ann,
+                                                             profiles)
             prof[ann] = got
         if reference is None:
             sums.add(item, prof, n)

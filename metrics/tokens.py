@@ -173,10 +173,23 @@ def many_char_spans_to_tokens(texts: Sequence[str], spans: Sequence[Sequence[Spa
                        f"text of {int(n_chars[d[bad[0]]])} characters")
     first = (np.searchsorted(tok_end, shift[d] + cs, side="right") - before[d]).tolist()
     stop = (np.searchsorted(tok_start, shift[d] + ce, side="left") - before[d]).tolist()
+    # a project's answers hold a few hundred distinct token spans: one object each, shared
+    made: dict[tuple, Span] = {}
+
+    def token_span(sp: Span, a: int, b: int) -> Span:
+        key = (a, b, sp.label, sp.text)
+        try:
+            got = made.get(key)
+        except TypeError:  # an unhashable label
+            return _token_span(a, b, sp.label, sp.text)
+        if got is None:
+            got = made[key] = _token_span(a, b, sp.label, sp.text)
+        return got
+
     out: list[tuple[Span, ...]] = []
     k = 0
     for c in counts.tolist():
-        out.append(tuple(_token_span(a, b, sp.label, sp.text)
+        out.append(tuple(token_span(sp, a, b)
                          for sp, a, b in zip(flat[k:k + c], first[k:k + c], stop[k:k + c]) if b > a))
         k += c
     return n_tok[text_of].tolist(), out
