@@ -513,9 +513,9 @@ def fit_distance_model(medoid: Medoids, annotator: Sequence[Any], *, distance: s
             in_main /= ordinary
             in_main += pa * sound_share
             other = pa * other_share
-            departs = 1.0 - in_main - other
             state["sound"] = _histogram_pdf(d, in_main, edges, _SOUND_PSEUDO, unimodal=True, bins=b)
             if not careful.all():
+                departs = 1.0 - in_main - other
                 # f_d learns where departures land, beyond the reach of careful work (the
                 # careful annotators' upper quantile): below it f_d keeps its floor alone,
                 # else a departing annotator's whole distribution (their sound answers too)

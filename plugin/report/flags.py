@@ -66,7 +66,13 @@ def _plain(v: Any) -> Any:
     return v.item() if isinstance(v, np.generic) else v
 
 
-def _classes(entry: "ControlReport", values: pd.Series) -> list[Any]:
+def _labels(values: pd.Series) -> list[Any]:
+    """The labels of a table's ``value`` column as Python values (:func:`_plain`): read
+    through one object array (iterating a string column costs a lookup per value)."""
+    return [_plain(v) for v in values.to_numpy(dtype=object).tolist()]
+
+
+def _classes(entry: "ControlReport", values: list[Any]) -> list[Any]:
     seen = list(dict.fromkeys(_plain(v) for v in values))
     if entry.options and all(isinstance(v, str) for v in seen):
         return list(dict.fromkeys(list(entry.options) + seen))
@@ -127,9 +133,11 @@ def _name(names: Mapping[str, str], a: str) -> str:
     return names.get(a) or a
 
 
-def _rows_by_task(task_of: np.ndarray, n_tasks: int) -> list[list[int]]:
-    """The answer rows of each task, shape (n_tasks,) of lists, in input order."""
-    order = np.argsort(task_of, kind="stable")
+def _rows_by_task(task_of: np.ndarray, n_tasks: int, where: np.ndarray | None = None) -> list[list[int]]:
+    """The answer rows of each task (those ``where`` holds, shape (N,), when given), shape
+    (n_tasks,) of lists, in input order."""
+    rows = np.arange(task_of.size) if where is None else np.flatnonzero(where)
+    order = rows[np.argsort(task_of[rows], kind="stable")]
     bounds = np.searchsorted(task_of[order], np.arange(n_tasks + 1)).tolist()
     order = order.tolist()
     return [order[bounds[t]:bounds[t + 1]] for t in range(n_tasks)]
@@ -151,7 +159,7 @@ def _read_labels(entry: "ControlReport", model: LabelModel, table: pd.DataFrame,
                  items: Mapping[str, "ItemEntry"], names: Mapping[str, str]) -> None:
     item = table["item"].to_numpy()
     who = table["annotator"].astype(str).to_numpy()
-    vals = [_plain(v) for v in table["value"]]
+    vals = _labels(table["value"])
     r = read_labels(model, item, who, vals)
     best = dict(zip(model.annotators, model.sound_best))
     rows = _rows_by_task(r.task_of, len(r.items))
@@ -193,7 +201,7 @@ def _read_distances(entry: "ControlReport", model: DistanceModel, table: pd.Data
     vals = list(table["value"])
     r = read_consensus(model, task_pairs(item, vals, model.distance) if pairs is None else pairs, who)
     med = r.medoids
-    rows = _rows_by_task(med.task_of, len(med.items))
+    n_tasks = len(med.items)
     named_rows = np.flatnonzero((r.p_departs >= _NAMED_FROM) & ~med.is_consensus)
     cons_row = med.consensus[med.task_of]
     how: dict[int, str] = {}
@@ -206,13 +214,16 @@ def _read_distances(entry: "ControlReport", model: DistanceModel, table: pd.Data
     # the loop below reads Python numbers (a numpy scalar per access costs ten times more)
     p_flag, p_amb, cons_p = r.p_flag.tolist(), r.p_ambiguous.tolist(), r.consensus_p.tolist()
     lr, consensus = r.log_lr_ambiguous.tolist(), med.consensus.tolist()
-    p_dep, p_other = r.p_departs.tolist(), r.p_other_reading.tolist()
-    is_cons, distance, who_l = med.is_consensus.tolist(), med.distance.tolist(), who.tolist()
-    # a task none of whose answers is kept, named or a likely departure, and not ambiguous
-    # enough to say so, gets no departures and no reason: no loop over its answers
-    listed = (r.p_departs >= _KEEP_DEPARTS) | (~med.is_consensus & (med.distance > 0) & (r.p_departs >= 0.1))
-    quiet = ((np.bincount(med.task_of, weights=listed, minlength=len(med.items)) == 0)
-             & ~(r.p_ambiguous >= 0.2)).tolist()
+    p_dep, distance, who_l = r.p_departs.tolist(), med.distance.tolist(), who.tolist()
+    # each task's rows that its entry lists (kept departures, named ones, likely ones),
+    # picked for all tasks at once; a task with none, not ambiguous enough to say so, gets
+    # no departures and no reason
+    kept = _rows_by_task(med.task_of, n_tasks, r.p_departs >= _KEEP_DEPARTS)
+    named_by = _rows_by_task(med.task_of, n_tasks, (r.p_departs >= _NAMED_FROM) & ~med.is_consensus)
+    likely = _rows_by_task(med.task_of, n_tasks, ~med.is_consensus & (med.distance > 0) & (r.p_departs >= 0.1))
+    size = np.bincount(med.task_of, minlength=n_tasks).tolist()
+    apart_of = np.bincount(med.task_of, weights=r.p_other_reading >= 0.5, minlength=n_tasks).astype(np.int64).tolist()
+    quiet = (~(r.p_ambiguous >= 0.2)).tolist()
     for t, key in enumerate(med.items.tolist()):
         rec = items.get(str(key))
         if rec is None:
@@ -223,22 +234,20 @@ def _read_distances(entry: "ControlReport", model: DistanceModel, table: pd.Data
         rec.consensus_by, rec.consensus_p = who_l[c], cons_p[t]
         plain = _plain(vals[c])
         rec.consensus = plain if isinstance(plain, (str, int, float)) else None
-        if quiet[t]:
+        if quiet[t] and not kept[t] and not likely[t]:
             rec.departs, rec.how, rec.reason = {}, {}, None
             continue
-        answers = rows[t]
-        rec.departs = {who_l[n]: round(p_dep[n], 4) for n in answers if p_dep[n] >= _KEEP_DEPARTS}
+        rec.departs = {who_l[n]: round(p_dep[n], 4) for n in kept[t]}
         rec.how = {}
-        for n in answers:
-            if p_dep[n] >= _NAMED_FROM and not is_cons[n]:
-                far = f"{distance[n]:.2g} from the consensus ({model.distance}; careful answers stay within {reach:.2g})"
-                rec.how[who_l[n]] = how.get(n) or far
+        for n in named_by[t]:
+            far = f"{distance[n]:.2g} from the consensus ({model.distance}; careful answers stay within {reach:.2g})"
+            rec.how[who_l[n]] = how.get(n) or far
         named = sorted(((a, rec.departs[a]) for a in rec.how), key=lambda x: -x[1])
-        others = [who_l[n] for n in answers if not is_cons[n] and distance[n] > 0 and p_dep[n] >= 0.1]
+        others = [who_l[n] for n in likely[t]]
         split = None
         if rec.p_ambiguous >= 0.2:
-            apart = sum(1 for n in answers if p_other[n] >= 0.5)
-            split = f"({apart} of {len(answers)} answers follow another reading)" if apart else None
+            apart = apart_of[t]
+            split = f"({apart} of {size[t]} answers follow another reading)" if apart else None
         rec.reason = _reason(rec, named, others, split, names)
 
 
@@ -294,8 +303,8 @@ def fit_review(entry: "ControlReport", table: pd.DataFrame, names: Mapping[str, 
     who = table["annotator"].astype(str).to_numpy()
     pairs: TaskPairs | None = None
     if is_labels(entry, table):
-        vals = [_plain(v) for v in table["value"]]
-        model: LabelModel | DistanceModel = fit_label_model(item, who, vals, classes=_classes(entry, table["value"]))
+        vals = _labels(table["value"])
+        model: LabelModel | DistanceModel = fit_label_model(item, who, vals, classes=_classes(entry, vals))
         entry.flags = _label_fit(model)
     else:
         # the distances of every within-task pair, computed once for the fit and the reading
