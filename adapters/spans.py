@@ -85,7 +85,10 @@ def parse(result: dict, value: dict, spec: ControlSpec, data: Any) -> "Span":
             raise BadValue("value.start", "HyperText span across nodes without globalOffsets")
         text = None
     else:
-        start, end = _offset(value, "start"), _offset(value, "end")
+        start, end = value.get("start"), value.get("end")
+        # nearly every span: two int offsets in range, checked inline (_offset says what is wrong)
+        if not (type(start) is int and type(end) is int and 0 <= start <= MAX_OFFSET and 0 <= end <= MAX_OFFSET):
+            start, end = _offset(value, "start"), _offset(value, "end")
         text = object_text(spec, data)
         if text is not None and end > len(text):
             raise BadValue("value.end", f"offset {end} is past the end of the text ({len(text)})")

@@ -96,7 +96,7 @@ def _packed_spans(values: Sequence[Any], what: str) -> tuple[PackedObjects, np.n
     packed : PackedObjects
     start, end : ndarray of int64, shape (n_spans,)
     """
-    if all(type(v) is tuple for v in values):
+    if not set(map(type, values)) - {tuple}:
         objs = list(chain.from_iterable(values))
         if not set(map(type, objs)) - {Span}:
             n = len(objs)
