@@ -405,12 +405,13 @@ def _cell_factors(theta: np.ndarray, sound: np.ndarray, departs: np.ndarray, w: 
     t, u, v = theta[:, None], sound[None, :], departs[None, :]
     ordinary = t * u + (1 - t) * v
     split = t * 0.5 * (u + w) + (1 - t) * v
-    log_ordinary = np.log(ordinary)
-    both = np.broadcast_to
-    return np.stack([both(log_ordinary, (2,) + ordinary.shape), np.stack([np.log(split), log_ordinary]),
-                     both(t, (2,) + ordinary.shape), both(u, (2,) + ordinary.shape), both(ordinary, (2,) + ordinary.shape),
-                     np.stack([t * 0.5 * u / split, t * u / ordinary]),
-                     np.stack([t * 0.5 * w / split, np.zeros_like(ordinary)])]).reshape(7, -1)
+    out = np.empty((7, 2, theta.size, sound.size))     # (factor, reading: split / consensus, a, b)
+    out[0] = np.log(ordinary)
+    out[1, 0], out[1, 1] = np.log(split), out[0, 0]
+    out[2], out[3], out[4] = t, u, ordinary
+    out[5, 0], out[5, 1] = t * 0.5 * u / split, t * u / ordinary
+    out[6, 0], out[6, 1] = t * 0.5 * w / split, 0.0
+    return out.reshape(7, -1)
 
 
 def _histogram_pdf(d: np.ndarray, weight: np.ndarray, edges: np.ndarray, pseudo: float,
@@ -432,6 +433,8 @@ def _histogram_pdf(d: np.ndarray, weight: np.ndarray, edges: np.ndarray, pseudo:
 
 def _isotonic(y: np.ndarray) -> np.ndarray:
     """The non-decreasing sequence closest to ``y`` in least squares (pool adjacent violators)."""
+    if not (y[1:] < y[:-1]).any():      # nothing to pool (a smooth histogram's flanks often are)
+        return y.copy()
     level: list[float] = []
     count: list[int] = []
     for v in y.tolist():
