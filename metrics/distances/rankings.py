@@ -18,6 +18,7 @@ across items, share one computation).
 """
 from __future__ import annotations
 
+import functools
 from typing import Any, Hashable, Sequence
 
 import numpy as np
@@ -139,19 +140,25 @@ class RankingDistance(Distance):
             return c
 
         keys, distinct = hashable_codes([read(n, v) for n, v in enumerate(values)])
-        return {"keys": keys, "ranks": [dict(d) for d in distinct]}
+        return {"keys": keys, "canonical": distinct}
 
     def compute(self, prep: dict, i: np.ndarray, j: np.ndarray) -> np.ndarray:
-        return unique_pair_apply(prep["keys"], i, j, lambda ka, kb: self._batch(prep["ranks"], ka, kb))
+        return unique_pair_apply(prep["keys"], i, j, lambda ka, kb: self._batch(prep["canonical"], ka, kb))
 
-    def _batch(self, ranks: list[dict], ka: np.ndarray, kb: np.ndarray) -> np.ndarray:
-        corr = kendall_tau_b if self.method == "kendall" else spearman_rho
-        out = np.empty(ka.size)
-        for n, (x, y) in enumerate(zip(ka.tolist(), kb.tolist())):
-            a, b = rank_vectors(ranks[x], ranks[y], self.top_k, self.pad)
-            r = corr(a, b) if a.size > 1 else np.nan
-            out[n] = (1.0 - r) / 2.0 if np.isfinite(r) else (0.0 if np.array_equal(a, b) else 0.5)
+    def _batch(self, canonical: list[tuple], ka: np.ndarray, kb: np.ndarray) -> np.ndarray:
+        out = np.array([_pair_distance(canonical[x], canonical[y], self.method, self.top_k, self.pad)
+                        for x, y in zip(ka.tolist(), kb.tolist())], dtype=np.float64).reshape(-1)
         return np.clip(out, 0.0, 1.0)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _pair_distance(a: tuple, b: tuple, method: str, top_k: int | None, pad: int) -> float:
+    """``(1 − r) / 2`` of two rankings given as :func:`_canonical_ranks` tuples, in this
+    order (the union's order follows ``a``). Cached: a project's few distinct rankings meet
+    again in every pass over its pairs (observed, chance, each candidate distance)."""
+    x, y = rank_vectors(dict(a), dict(b), top_k, pad)
+    r = (kendall_tau_b if method == "kendall" else spearman_rho)(x, y) if x.size > 1 else np.nan
+    return float((1.0 - r) / 2.0 if np.isfinite(r) else (0.0 if np.array_equal(x, y) else 0.5))
 
 
 def kendall_top(k: int, pad: int = 0) -> RankingDistance:
