@@ -25,6 +25,7 @@ refused in both modes.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any, Iterable
 
 import pandas as pd
@@ -38,6 +39,7 @@ from .config import LabelingConfig, parse_config
 from .control import ControlData, candidate_distances, default_distance, unread_note
 from .errors import AdapterError, BadValue, Problems, SuspectValue, show
 from .fields import MISSING
+from .gc_pause import gc_paused
 from .offered import offered_answers, offers_answers
 from .region_links import Linked, RegionResolver
 from .tasks import select_annotations
@@ -58,15 +60,21 @@ _REPEATING = frozenset({"scalars", "sets", "text", "rankings", "pairwise", "span
 _EAGER_FAMILIES = (choices, ranking, scalars, pairwise, text, spans)
 
 
+# A span's fields as one plain tuple: a key that hashes and compares in C, where the Span
+# itself would call its dataclass __hash__/__eq__ in Python for every span of every value
+_SPAN_KEY = attrgetter("__class__", "start", "end", "label", "text")
+
+
 def _shared(same: dict, v: Any) -> Any:
     """The first value equal to ``v`` seen on this control (``v`` itself if new or unhashable).
     Spans compare without their text snippet, which the key adds: equal offsets on two
-    tasks' texts are other words, and each task keeps its own."""
+    tasks' texts are other words, and each task keeps its own. (A span's key is its class,
+    offsets, label and text: equal keys are equal Spans with equal texts.)"""
     try:
         if type(v) is tuple and v and type(v[0]) is Span:
-            return same.setdefault((v, tuple(s.text for s in v)), v)
+            return same.setdefault(tuple(map(_SPAN_KEY, v)), v)
         return same.setdefault(v, v)
-    except TypeError:
+    except (TypeError, AttributeError):   # unhashable, or not spans after all: kept unshared
         return v
 
 
@@ -117,6 +125,13 @@ def adapt(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool =
     Adapted
         ``controls``: name -> ControlData, each with a table of shape (n_values, 3).
     """
+    with gc_paused():   # adapting makes no reference cycles: see gc_pause.py
+        return _adapt(config, tasks, strict, include_predictions)
+
+
+def _adapt(config: str | LabelingConfig, tasks: Iterable[dict], strict: bool,
+           include_predictions: bool) -> Adapted:
+    """:func:`adapt`, with the cyclic collector paused."""
     cfg = config if isinstance(config, LabelingConfig) else parse_config(config, strict=strict)
     problems = Problems(strict)
     for w in cfg.warnings:
@@ -138,13 +153,14 @@ def adapt(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool =
     keys = {n: [k for k in s.data_keys if k is not None] for n, s in specs.items()}
     all_names = list(specs)
     all_multi = [n for n in all_names if multi[n]]
-    handlers = {n: (fam[n].parse, fam[n].TYPES, s) for n, s in specs.items()}
     # what a result's to_name may say: the control's object(s), or its own name (Pairwise)
     to_ok = {n: frozenset((*s.to_name, s.object_name, n)) for n, s in specs.items()}
     # Relations and perRegion answers point at regions by id (region_links.py): per
-    # annotation, each id is mapped to the region control result that drew it
+    # annotation, each id is mapped to the region control result that drew it (only read
+    # when some control points at regions)
     dependent = {n for n, s in specs.items() if s.family in ("relations", "per_region")}
-    region_sources = {n for n in specs if multi[n] and n not in dependent and specs[n].kind != "sets"}
+    region_sources = {n for n in specs if multi[n] and n not in dependent and specs[n].kind != "sets"
+                      } if dependent else set()
     whole_result = {n for n in specs if getattr(fam[n], "WHOLE_RESULT", False)}
     # a value that needs nothing but its annotation's own results is built as the annotation
     # is read, so a large export never holds every parsed result at once (issue 24); the
@@ -162,6 +178,11 @@ def adapt(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool =
                if specs[n].family == "per_region" and any(t in chats for t in specs[n].to_name)}
     for n in chat_of:
         offers.setdefault(n, {})
+    # everything the per-result loop asks about a control, looked up once per result
+    handlers = {n: (fam[n].parse, fam[n].TYPES, s, to_ok[n], n in whole_result, n in region_sources,
+                    chat_of.get(n)) for n, s in specs.items()}
+    # per eager control: its build and the store of its distinct values (None: not shared)
+    eager_build = {n: (fam[n].build, specs[n], eager_same.get(n)) for n in eager}
     task_messages = TaskMessages({c: cfg.objects[c].data_key for c in chats})
     unrouted_relations = 0
     seen: set = set()
@@ -249,9 +270,9 @@ def adapt(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool =
                         _unplaced(res, fn, r, specs, cfg, tid, ann, problems)
                         continue
                     bucket = got[fn] = []
-                parse_fn, types, spec = handlers[fn]
+                parse_fn, types, spec, to_names, whole, region_source, chat = handlers[fn]
                 results_of[fn] += 1
-                value = res if fn in whole_result else res.get("value")
+                value = res if whole else res.get("value")
                 if type(value) is not dict:
                     problems.report("missing or not an object", task_id=tid, annotation_id=aid,
                                     field=f"result[{r}].value")
@@ -262,7 +283,7 @@ def adapt(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool =
                                     task_id=tid, annotation_id=aid, field=f"result[{r}].type")
                     continue
                 tn = res.get("to_name")
-                if tn is not None and (type(tn) is not str or tn not in to_ok[fn]):
+                if tn is not None and (type(tn) is not str or tn not in to_names):
                     problems.report(f"to_name {show(tn)} is not the object of control {fn!r} "
                                     f"({spec.object_name!r})", task_id=tid, annotation_id=aid,
                                     field=f"result[{r}].to_name")
@@ -283,10 +304,10 @@ def adapt(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool =
                 except (ValueError, TypeError, AttributeError, ArithmeticError) as exc:  # model-level checks
                     problems.report((str(exc) or type(exc).__name__)[:300], task_id=tid, annotation_id=aid,
                                     field=f"result[{r}].value")
-                if fn in region_sources and len(bucket) > n_before and type(res.get("id")) in (str, int):
+                if region_source and len(bucket) > n_before and type(res.get("id")) in (str, int):
                     region_ids.setdefault(res["id"], (fn, bucket, n_before))
-                if fn in chat_of and len(bucket) > n_before:
-                    conv.carried(chat_of[fn], res)
+                if chat is not None and len(bucket) > n_before:
+                    conv.carried(chat, res)
             if conv is not None:
                 task_messages.add(ann.annotator, conv.link(region_ids))
             who = ann.annotator
@@ -300,10 +321,12 @@ def adapt(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool =
                     # what the family's build does with them (text: joined; others: the last)
                     problems.warn(f"task {tid}, annotation {aid}: {msg}; "
                                   f"{getattr(fam[n], 'SEVERAL', 'the last one counts')}")
-                if n in eager:
+                how = eager_build.get(n)
+                if how is not None:
                     parsed[n] += len(parts)
-                    v = fam[n].build(parts, specs[n], None)
-                    cells[n].append((tid, who, _shared(eager_same[n], v) if n in eager_same else v))
+                    build_fn, spec, same = how
+                    v = build_fn(parts, spec, None)
+                    cells[n].append((tid, who, v if same is None else _shared(same, v)))
                 elif n in dependent:
                     cells[n].append((tid, who, Linked(parts, region_ids, tid, aid)))
                 else:
@@ -346,6 +369,7 @@ def adapt(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool =
         # and texts millions of times); values are immutable, so sharing one is safe
         same: dict | None = {} if spec.kind in _REPEATING and n not in eager else None
         eager_same.pop(n, None)
+        eager_build.pop(n, None)
         built = n in eager   # cells hold values already
         for k in range(len(cell)):
             t, a, p = cell[k]

@@ -21,6 +21,7 @@ __all__ = ["TYPES", "MULTI", "parse", "build", "is_multi"]
 
 TYPES = {"choices", "taxonomy"}
 MULTI = None  # depends on the control: see is_multi
+_STR = frozenset({str})
 
 
 def is_multi(spec: ControlSpec) -> bool:
@@ -60,7 +61,8 @@ def parse(result: dict, value: dict, spec: ControlSpec, data: Any) -> Any:
     raw = value.get("choices")
     if type(raw) is not list:
         raise BadValue("value.choices", "missing or not a list of strings")
-    ch = [_choice(s, k) for k, s in enumerate(raw)]
+    # plain string answers (nearly always) as they are; paths of nested choices joined
+    ch = raw if set(map(type, raw)) <= _STR else [_choice(s, k) for k, s in enumerate(raw)]
     known = spec.known if spec.closed else None
     if spec.multiple:
         val: Any = frozenset(ch)

@@ -24,6 +24,8 @@ MULTI = False
 
 
 def _ids(v: Any, field: str) -> tuple[str, ...]:
+    if type(v) is list and set(map(type, v)) <= _STR:   # the common case: ids are strings
+        return tuple(v)
     if type(v) is not list:
         raise BadValue(field, "expected a list of item ids")
     out = []
@@ -37,14 +39,25 @@ def _ids(v: Any, field: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+_STR = frozenset({str})
+
+
 def _list_ids(spec: ControlSpec, data: Any) -> set[str] | None:
     key = spec.data_keys[0] if spec.data_keys else None
-    if key is None or type(data) is not dict or type(data.get(key)) is not list:
+    if key is None or type(data) is not dict:
+        return None
+    items = data.get(key)
+    if type(items) is not list:
         return None
     ids = set()
-    for item in data[key]:
-        if type(item) is dict and type(item.get("id")) in (str, int):
-            ids.add(str(item["id"]))
+    for item in items:
+        if type(item) is dict:
+            i = item.get("id")
+            t = type(i)
+            if t is str:
+                ids.add(i)
+            elif t is int:
+                ids.add(str(i))
     return ids or None
 
 
@@ -66,22 +79,21 @@ def parse(result: dict, value: dict, spec: ControlSpec, data: Any) -> tuple:
         if extra:
             raise BadValue("value.ranker", f"unknown bucket(s) {show(extra)}")
         val: tuple = tuple(_ids(rk.get(b, []), f"value.ranker.{b}") for b in names)
-        flat = [i for g in val for i in g]
+        flat: Any = [i for g in val for i in g]
     else:
         key = spec.name if spec.name in rk else (next(iter(rk)) if len(rk) == 1 else None)
         if key is None:
             raise BadValue("value.ranker", f"no ranking under {spec.name!r} (keys {show(list(rk))})")
-        val = _ids(rk[key], f"value.ranker.{key}")
-        flat = list(val)
-    if len(set(flat)) != len(flat):
+        val = flat = _ids(rk[key], f"value.ranker.{key}")
+    distinct = set(flat)
+    if len(distinct) != len(flat):
         seen: set = set()
         twice = next(i for i in flat if i in seen or seen.add(i))
         raise BadValue("value.ranker", f"item {show(twice)} is ranked more than once")
     known = _list_ids(spec, data)
-    if known is not None:
-        unknown = sorted(set(flat) - known)
-        if unknown:
-            raise SuspectValue("value.ranker", f"item(s) {show(unknown)} not in the task's list", val)
+    if known is not None and not distinct <= known:
+        unknown = sorted(distinct - known)
+        raise SuspectValue("value.ranker", f"item(s) {show(unknown)} not in the task's list", val)
     return val
 
 

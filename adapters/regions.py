@@ -22,8 +22,8 @@ from typing import Any
 
 from .config import ControlSpec
 from .errors import BadValue, SuspectValue, show
-from .fields import (IMAGE_LIMIT, finite_or_none, label_key, labels_key, labels_of, undeclared, make_box, make_keypoint,
-                     make_polygon, nonneg, number)
+from .fields import (COORD_LIMIT, IMAGE_LIMIT, finite_or_none, label_key, labels_key, labels_of, make_box,
+                     make_keypoint, make_polygon, nonneg, number, undeclared)
 
 _LABEL_KEY = {"rectangle": "rectanglelabels", "polygon": "polygonlabels", "keypoint": "keypointlabels"}
 
@@ -70,19 +70,30 @@ def parse(result: dict, value: dict, spec: ControlSpec, data: Any) -> tuple:
         Missing or non-finite coordinates, negative sizes, polygons of < 3 points, a page
         index that is not a non-negative integer.
     """
-    region = _shape(value, spec)
+    lower = spec.lower
+    region = spec.region
+    if region == "polygon" and lower == "labels" and "points" not in value:
+        region = _shape(value, spec)
     # where the labels are: "<tool>labels", "ocrlabels" or a Labels' "labels"
-    label_field = spec.lower if spec.lower.endswith("labels") else _LABEL_KEY[region]
+    label_field = lower if lower.endswith("labels") else _LABEL_KEY[region]
+    labels = labels_of(value, label_field)
+    label = label_key(labels)
     if region == "rectangle":
-        labels = labels_of(value, label_field)
-        label = label_key(labels)
-        x, y = number(value, "x"), number(value, "y")
-        w, h = nonneg(value, "width"), nonneg(value, "height")
-        rot = number(value, "rotation") if value.get("rotation") is not None else 0.0
+        # the common case read directly: four finite floats in range, sizes >= 0; anything
+        # else goes through the checked readers, which raise the first problem in this order
+        x, y, w, h = value.get("x"), value.get("y"), value.get("width"), value.get("height")
+        if not (type(x) is float and type(y) is float and type(w) is float and type(h) is float
+                and -COORD_LIMIT <= x <= COORD_LIMIT and -COORD_LIMIT <= y <= COORD_LIMIT
+                and 0.0 <= w <= COORD_LIMIT and 0.0 <= h <= COORD_LIMIT):
+            x, y = number(value, "x"), number(value, "y")
+            w, h = nonneg(value, "width"), nonneg(value, "height")
+        rot = value.get("rotation")
+        if rot is None:
+            rot = 0.0
+        elif not (type(rot) is float and -COORD_LIMIT <= rot <= COORD_LIMIT):
+            rot = number(value, "rotation")   # an int (Label Studio writes 0) becomes a float
         geom: tuple = (x, y, w, h, rot)
     elif region == "polygon":
-        labels = labels_of(value, label_field)
-        label = label_key(labels)
         pts = value.get("points")
         if type(pts) is not list:
             raise BadValue("value.points", "missing or not a list")
@@ -101,23 +112,25 @@ def parse(result: dict, value: dict, spec: ControlSpec, data: Any) -> tuple:
                            f"{len(set(out))}")
         geom = (tuple(out),)
     else:
-        labels = labels_of(value, label_field)
-        label = label_key(labels)
         geom = (number(value, "x"), number(value, "y"))
-    page = _page(result, value)
+    page = 0 if result.get("item_index") is None and value.get("pageIndex") is None else _page(result, value)
     ow = result.get("original_width")
     oh = result.get("original_height")
     if ow is not None or oh is not None:
-        for key, raw in (("original_width", ow), ("original_height", oh)):
-            if finite_or_none(raw) is None:
-                raise BadValue(key, f"image size must be a positive number of pixels up to "
-                               f"{IMAGE_LIMIT:g}, got {show(raw)}")
+        tw, th = type(ow), type(oh)
+        if not ((tw is int or tw is float) and (th is int or th is float)
+                and 0 < ow <= IMAGE_LIMIT and 0 < oh <= IMAGE_LIMIT):   # NaN fails the comparison
+            for key, raw in (("original_width", ow), ("original_height", oh)):
+                if finite_or_none(raw) is None:
+                    raise BadValue(key, f"image size must be a positive number of pixels up to "
+                                   f"{IMAGE_LIMIT:g}, got {show(raw)}")
         ow, oh = float(ow), float(oh)
     raw = (label, geom, ow, oh, region, page)
-    unknown = undeclared(labels, spec)
-    if unknown:
-        raise SuspectValue(f"value.{labels_key(value, label_field)}",
-                           f"label(s) {show(unknown)} not in the config", raw)
+    if labels:
+        unknown = undeclared(labels, spec)
+        if unknown:
+            raise SuspectValue(f"value.{labels_key(value, label_field)}",
+                               f"label(s) {show(unknown)} not in the config", raw)
     return raw
 
 

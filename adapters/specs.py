@@ -4,6 +4,7 @@ tag, one :class:`ObjectSpec` per object tag, in a :class:`LabelingConfig`
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 __all__ = ["ControlSpec", "ObjectSpec", "LabelingConfig"]
 
@@ -83,8 +84,10 @@ class ControlSpec:
     def object_name(self) -> str:
         return ",".join(self.to_name)
 
-    @property
+    @cached_property
     def lower(self) -> str:
+        """The tag lower-cased, as Label Studio reads tag names. Cached on the instance
+        (``tag`` is never reassigned): the families read it for every result (issue 24)."""
         return self.tag.lower()
 
 

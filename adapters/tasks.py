@@ -237,9 +237,15 @@ def select_annotations(task: dict, task_id: Any, problems: Problems,
         except ValueError as exc:
             problems.report(str(exc), task_id=task_id, annotation_id=aid, field="completed_by")
             continue
+        usable = None   # the updated_at string found usable: a created_at equal to it is too
         for key in ("updated_at", "created_at"):
             stamp = ann.get(key)
-            if stamp is not None and _when(stamp) == -math.inf:
+            if stamp is None or type(stamp) is str and stamp == usable:
+                continue
+            if _when(stamp) != -math.inf:
+                if type(stamp) is str:
+                    usable = stamp
+            else:
                 msg = f"unusable timestamp {show(stamp, 60)}"
                 if problems.strict:
                     problems.report(msg, task_id=task_id, annotation_id=aid, field=key)
