@@ -186,10 +186,12 @@ def many_char_spans_to_tokens(texts: Sequence[str], spans: Sequence[Sequence[Spa
             got = made[key] = _token_span(a, b, sp.label, sp.text)
         return got
 
+    # ... and equal token answers (on different texts) one tuple: the same spans, by identity
+    answers: dict[tuple[int, ...], tuple[Span, ...]] = {}
     out: list[tuple[Span, ...]] = []
     k = 0
     for c in counts.tolist():
-        out.append(tuple(token_span(sp, a, b)
-                         for sp, a, b in zip(flat[k:k + c], first[k:k + c], stop[k:k + c]) if b > a))
+        toks = tuple(token_span(sp, a, b) for sp, a, b in zip(flat[k:k + c], first[k:k + c], stop[k:k + c]) if b > a)
+        out.append(answers.setdefault(tuple(map(id, toks)), toks))
         k += c
     return n_tok[text_of].tolist(), out
