@@ -133,14 +133,24 @@ def _name(names: Mapping[str, str], a: str) -> str:
     return names.get(a) or a
 
 
-def _rows_by_task(task_of: np.ndarray, n_tasks: int, where: np.ndarray | None = None) -> list[list[int]]:
-    """The answer rows of each task (those ``where`` holds, shape (N,), when given), shape
-    (n_tasks,) of lists, in input order."""
-    rows = np.arange(task_of.size) if where is None else np.flatnonzero(where)
-    order = rows[np.argsort(task_of[rows], kind="stable")]
+def _rows_by_task(task_of: np.ndarray, n_tasks: int) -> list[list[int]]:
+    """The answer rows of each task, shape (n_tasks,) of lists, in input order."""
+    order = np.argsort(task_of, kind="stable")
     bounds = np.searchsorted(task_of[order], np.arange(n_tasks + 1)).tolist()
     order = order.tolist()
     return [order[bounds[t]:bounds[t + 1]] for t in range(n_tasks)]
+
+
+def _rows_where(task_of: np.ndarray, where: np.ndarray) -> dict[int, list[int]]:
+    """The rows ``where`` holds (shape (N,)) of each task that has some, in input order:
+    work in proportion to those rows, not to the tasks."""
+    rows = np.flatnonzero(where)
+    order = rows[np.argsort(task_of[rows], kind="stable")]
+    t = task_of[order]
+    starts = np.flatnonzero(np.r_[True, t[1:] != t[:-1]]) if order.size else np.zeros(0, dtype=np.int64)
+    bounds = np.r_[starts, order.size].tolist()
+    order_l = order.tolist()
+    return {task: order_l[bounds[k]:bounds[k + 1]] for k, task in enumerate(t[starts].tolist())}
 
 
 def _reason(rec: "ItemEntry", named: list[tuple[str, float]], others: list[str], split: str | None,
@@ -218,9 +228,9 @@ def _read_distances(entry: "ControlReport", model: DistanceModel, table: pd.Data
     # each task's rows that its entry lists (kept departures, named ones, likely ones),
     # picked for all tasks at once; a task with none, not ambiguous enough to say so, gets
     # no departures and no reason
-    kept = _rows_by_task(med.task_of, n_tasks, r.p_departs >= _KEEP_DEPARTS)
-    named_by = _rows_by_task(med.task_of, n_tasks, (r.p_departs >= _NAMED_FROM) & ~med.is_consensus)
-    likely = _rows_by_task(med.task_of, n_tasks, ~med.is_consensus & (med.distance > 0) & (r.p_departs >= 0.1))
+    kept = _rows_where(med.task_of, r.p_departs >= _KEEP_DEPARTS)
+    named_by = _rows_where(med.task_of, (r.p_departs >= _NAMED_FROM) & ~med.is_consensus)
+    likely = _rows_where(med.task_of, ~med.is_consensus & (med.distance > 0) & (r.p_departs >= 0.1))
     size = np.bincount(med.task_of, minlength=n_tasks).tolist()
     apart_of = np.bincount(med.task_of, weights=r.p_other_reading >= 0.5, minlength=n_tasks).astype(np.int64).tolist()
     quiet = (~(r.p_ambiguous >= 0.2)).tolist()
@@ -234,16 +244,16 @@ def _read_distances(entry: "ControlReport", model: DistanceModel, table: pd.Data
         rec.consensus_by, rec.consensus_p = who_l[c], cons_p[t]
         plain = _plain(vals[c])
         rec.consensus = plain if isinstance(plain, (str, int, float)) else None
-        if quiet[t] and not kept[t] and not likely[t]:
+        if quiet[t] and t not in kept and t not in likely:
             rec.departs, rec.how, rec.reason = {}, {}, None
             continue
-        rec.departs = {who_l[n]: round(p_dep[n], 4) for n in kept[t]}
+        rec.departs = {who_l[n]: round(p_dep[n], 4) for n in kept.get(t, ())}
         rec.how = {}
-        for n in named_by[t]:
+        for n in named_by.get(t, ()):
             far = f"{distance[n]:.2g} from the consensus ({model.distance}; careful answers stay within {reach:.2g})"
             rec.how[who_l[n]] = how.get(n) or far
         named = sorted(((a, rec.departs[a]) for a in rec.how), key=lambda x: -x[1])
-        others = [who_l[n] for n in likely[t]]
+        others = [who_l[n] for n in likely.get(t, ())]
         split = None
         if rec.p_ambiguous >= 0.2:
             apart = apart_of[t]
