@@ -370,11 +370,17 @@ def _adapt(config: str | LabelingConfig, tasks: Iterable[dict], strict: bool,
         same: dict | None = {} if spec.kind in _REPEATING and n not in eager else None
         eager_same.pop(n, None)
         eager_build.pop(n, None)
-        built = n in eager   # cells hold values already
-        for k in range(len(cell)):
+        if n in eager and cell:
+            # cells hold values already (shared as they were built): the columns as they are
+            vi, va, vv = map(list, zip(*cell))
+            cell.clear()
+            if any(v is MISSING for v in vv):
+                keep = [k for k, v in enumerate(vv) if v is not MISSING]
+                vi, va, vv = [vi[k] for k in keep], [va[k] for k in keep], [vv[k] for k in keep]
+        for k in range(0 if n in eager else len(cell)):
             t, a, p = cell[k]
             cell[k] = None   # each parsed result is dropped as its value is built: never both whole
-            v = p if built else empty if p is _EMPTY else build(p, spec, state)
+            v = empty if p is _EMPTY else build(p, spec, state)
             if v is not MISSING:
                 vi.append(t)
                 va.append(a)
