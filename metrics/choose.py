@@ -126,7 +126,8 @@ class DistanceChoice(Result):
         The winner's full agreement, with ``bootstrap`` intervals; its pairs and chance
         distances are those the ranking computed.
     scores : dict[str, Scored]
-        Every computed candidate, without intervals.
+        Every computed candidate, without intervals; the losers keep their numbers only
+        (:meth:`~.engine.Scored.numbers_only`: not their pairs or chance sample).
     errors : dict[str, str]
         Candidates that could not be computed on this table, with the reason.
     """
@@ -206,27 +207,44 @@ def choose_distance(table: pd.DataFrame, candidates: Sequence[DistanceLike] | No
     ct = code_table(table, duplicates)
     scores: dict[str, Scored] = {}
     errors: dict[str, str] = {}
+    rows: list[dict[str, Any]] = []
+    best: str | None = None
+    best_at = -1
     for name, cand in zip(names, candidates):
         try:
-            scores[name] = score(ct, cand, p=p, form=form, expected_pairs=expected_pairs, seed=seed,
-                                 ks_method=ks_method)
+            r = score(ct, cand, p=p, form=form, expected_pairs=expected_pairs, seed=seed, ks_method=ks_method)
         except ValueError as exc:
             errors[name] = str(exc)
+            continue
+        rows.append({"distance": name, "alpha": r.alpha, "ks": r.ks, "sigma": r.sigma,
+                     "ks_statistic": r.ks_statistic, "n_pairs": int(r.core.n_pairs),
+                     "status": "ok" if r.d_e > 0 else "no_variation"})
+        scores[name] = r
+        # only the best so far keeps its arrays: the winner's agreement continues from them,
+        # and a large table's pairs, chance sample and prepared values are held for one
+        # candidate at a time (issue 24)
+        if best is None or _rank(rows[-1], len(rows) - 1) < _rank(rows[best_at], best_at):
+            if best is not None:
+                scores[best] = scores[best].numbers_only()
+            best, best_at = name, len(rows) - 1
+        else:
+            scores[name] = r.numbers_only()
     if not scores:
         detail = "; ".join(f"{k}: {v}" for k, v in errors.items())
         raise BadInput(f"no candidate distance could be computed on this table ({detail})")
-    rows = [{"distance": n, "alpha": r.alpha, "ks": r.ks, "sigma": r.sigma, "ks_statistic": r.ks_statistic,
-             "n_pairs": int(r.core.n_pairs), "status": "ok" if r.d_e > 0 else "no_variation"}
-            for n, r in scores.items()]
     df = pd.DataFrame(rows, columns=["distance", "alpha", "ks", "sigma", "ks_statistic", "n_pairs", "status"])
-    # a candidate under which every distance is 0 (no variation) says nothing about agreement:
-    # its KS of 0 must not tie with, or beat, a candidate that does separate
-    order = sorted(range(len(rows)), key=lambda k: (rows[k]["status"] != "ok", -_key(rows[k]["ks"]),
-                                                    -_key(rows[k]["sigma"]), k))
+    order = sorted(range(len(rows)), key=lambda k: _rank(rows[k], k))
     df = df.iloc[order].reset_index(drop=True)
-    winner = str(df["distance"].iloc[0])
+    winner = str(df["distance"].iloc[0])     # == best
     result = agreement(table, scores[winner], bootstrap=bootstrap, flag_below=flag_below, confidence=confidence)
     return DistanceChoice(table=df, winner=winner, result=result, scores=scores, errors=errors)
+
+
+def _rank(row: dict[str, Any], at: int) -> tuple[bool, float, float, int]:
+    """Sort key of a candidate's row (lower ranks first): a candidate under which every
+    distance is 0 (no variation) says nothing about agreement, so its KS of 0 must not tie
+    with, or beat, one that does separate; then KS, then σ, then the earlier candidate."""
+    return (row["status"] != "ok", -_key(row["ks"]), -_key(row["sigma"]), at)
 
 
 def _key(x: float) -> float:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import math
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
@@ -178,6 +179,14 @@ class Scored:
     @property
     def d_e(self) -> float:
         return self.core.d_e
+
+    def numbers_only(self) -> "Scored":
+        """This score without its pairs, chance sample and prepared values (α, KS, σ, D_o and
+        D_e stay): what a losing candidate keeps, so that ranking many candidates on a large
+        table holds one candidate's arrays at a time (issue 24), not every one's."""
+        slim = AlphaCore(prepared=None, cells=None, expected=None, d_o=self.core.d_o, d_e=self.core.d_e,
+                         alpha=self.core.alpha)
+        return dataclasses.replace(self, core=slim)
 
     @property
     def distance(self) -> str:
