@@ -52,8 +52,10 @@ __all__ = ["LabelModel", "LabelReading", "fit_label_model", "read_labels", "own_
 #: Beta prior of an annotator's share of sound answers (θ): most annotators are careful.
 SOUND_PRIOR = (0.5, 0.5)
 _AMBIGUITY_PRIOR = (1.0, 1.0)    # Beta prior of ρ: flat
-#: Log-posterior gain from which the model has ambiguous tasks at all (else ρ = 0).
-AMBIGUOUS_AT = 4.0
+#: Log-posterior gain per parameter and per log task from which the model has ambiguous
+#: tasks at all (else ρ = 0): BIC's ½ log T for each of the component's P numbers (ρ and the
+#: P − 1 free shares ψ of the K(K − 1)/2 class pairs), as the slips' pattern pays for its own.
+AMBIGUOUS_PER_PARAMETER = 0.5
 _PAIR_PSEUDO = 10.0              # Dirichlet pseudo-count of each class pair of an ambiguous task (ψ)
 _CONFUSION_DIAG, _CONFUSION_OFF = 2.0, 0.5   # Dirichlet pseudo-counts of C's rows
 _OWN_WEIGHT = 10.0               # answers behind the shrinkage of an annotator's accuracy towards C's
@@ -521,17 +523,23 @@ def fit_label_model(item: Sequence[Hashable], annotator: Sequence[Any], label: S
         p, logp = fit[0], fit[1]
         plain, problem = even, dataclasses.replace(problem, slips="even")
     if problem.ambiguity:
-        # ambiguous tasks only where they clearly explain the splits better than slips do
-        # (careful annotators' slips can split a few tasks alike by chance)
+        # ambiguous tasks only where they clearly explain the splits better than slips do:
+        # careful annotators' slips split a few tasks alike by chance, and a component of
+        # P free numbers fitted to T tasks gains about P/2 log T from chance alone (BIC) —
+        # a fixed bar let a null project of 370 tasks read 7 % of them as ambiguous
+        bar = AMBIGUOUS_PER_PARAMETER * pa.size * math.log(max(c.starts.size, 2))
+        best: tuple[_Params, float, int] | None = None
         for rho in _AMBIGUITY_STARTS:
             # a component with nothing to explain shrinks slowly (hundreds of steps on a
             # large project); real ambiguity settles within a few dozen: past those the
             # start is judged as it stands (an unconverged fit only scores lower)
             fit = _em(_start(problem, rho, careful), problem, min(max_iter, _AMBIGUITY_ITER), tol, careful)
             n_iter += fit[2]
-            if fit[1] >= logp + AMBIGUOUS_AT:
-                p, logp, _ = fit
-                plain = problem
+            if best is None or fit[1] > best[1]:
+                best = fit
+        if best is not None and best[1] >= logp + bar:
+            p, logp, _ = best
+            plain = problem
         problem = plain
     prof = sound_profile(*_predictive(p, problem), c.annotator, n_ann)
     for _ in range(n_ann):
