@@ -122,7 +122,7 @@ class TaskPairs:
     values: Sequence[Any] = ()
     keys: np.ndarray | None = None
     # canonical texts of the values already read (medoids runs several times on one set of pairs)
-    texts: dict[int, str] = field(default_factory=dict, compare=False, repr=False)
+    texts: dict[tuple[int, int], str] = field(default_factory=dict, compare=False, repr=False)
 
 
 def task_pairs(item: Sequence[Hashable] | np.ndarray, values: Sequence[Any], distance: DistanceLike) -> TaskPairs:
@@ -204,11 +204,15 @@ def medoids(pairs: TaskPairs, weight: np.ndarray | None = None) -> Medoids:
         np.maximum.at(hi, t[still], k[still])
         rows = np.flatnonzero(still & (lo != hi)[t])
         if rows.size:
+            # cached per task and key: a value's key ignores what the task alone decides (a
+            # span's words), so one key's text read in another task could order this one's
+            # ties by that task's words -- by whichever row came first
             texts = pairs.texts
-            for key, r in zip(k[rows].tolist(), rows.tolist()):
-                if key not in texts:
-                    texts[key] = _canonical(pairs.values[r])
-            order_of = np.argsort([texts[key] for key in k[rows].tolist()], kind="stable")
+            at = list(zip(t[rows].tolist(), k[rows].tolist()))
+            for tk, r in zip(at, rows.tolist()):
+                if tk not in texts:
+                    texts[tk] = _canonical(pairs.values[r])
+            order_of = np.argsort([texts[tk] for tk in at], kind="stable")
             canonical[rows[order_of]] = np.arange(rows.size)
     rank = np.lexsort((np.arange(n), canonical, -ws, ~tied, t))
     first_of_task = np.r_[True, t[rank][1:] != t[rank][:-1]] if n else np.zeros(0, dtype=bool)

@@ -14,7 +14,7 @@ import pytest
 
 from ls_agreement.metrics.consensus import DistanceModel, consensus_model, medoids, read_consensus, task_pairs
 from ls_agreement.metrics.distances.registry import get_distance
-from ls_agreement.metrics.model import Box
+from ls_agreement.metrics.model import Box, Span
 from ls_agreement.metrics.sound_share import CAREFUL, sound_profile
 
 
@@ -56,6 +56,25 @@ def test_a_tie_goes_to_the_same_answer_whatever_the_row_order() -> None:
     chosen = {item[r]: values[r] for r in first.consensus}
     again = {item[perm][r]: values[perm[r]] for r in second.consensus}
     assert chosen == again
+
+
+def test_a_span_tie_is_ordered_by_the_task_s_own_words() -> None:
+    """Spans keep their words but their key does not (the words follow from the task's
+    text): two tasks whose answers share offsets and labels but not words order their ties
+    the same way whichever task's rows come first."""
+    def answer(word: str, end: int) -> tuple[Span, ...]:
+        return (Span(0, 4, "PER", word), Span(10, end, "LOC", "x" * (end - 10)))
+
+    # the end-15 answer is in both tasks; task 2's other answer (end 16) exists there only
+    item = np.array([1, 1, 2, 2])
+    values = [answer("zzzz", 15), answer("zzzz", 17), answer("aaaa", 15), answer("aaaa", 16)]
+    dist = get_distance("spans.strict")
+    chosen = []
+    for perm in ([0, 1, 2, 3], [2, 3, 0, 1], [1, 0, 3, 2], [3, 2, 1, 0]):
+        res = medoids(task_pairs(item[perm], [values[k] for k in perm], dist))
+        chosen.append({int(item[perm][r]): values[perm[r]][1].end for r in res.consensus})
+    assert all(c == chosen[0] for c in chosen), chosen
+    assert chosen[0] == {1: 15, 2: 15}        # within a task, its own words: the offsets decide
 
 
 def _model(rng: np.random.Generator, names: list[str]) -> DistanceModel:
