@@ -6,13 +6,16 @@ collector runs a full collection each time the live heap has grown by a quarter,
 one walks every object kept so far: about a sixth of adapting's CPU on the 10,000-task demo
 export (issue 24), spent finding nothing, since adapting makes no reference cycles (an
 exception caught ``as exc`` is unbound when its block ends). Reference counting still frees
-each task's JSON as soon as it is read, so memory does not grow. The pause is process-wide:
-cycles another thread (or the caller's task iterable: none for a list or the export
-stream) makes meanwhile wait for the next collection after it.
+each task's JSON as soon as it is read, so memory does not grow. The collector's switch is
+process-wide, so the pause is taken only when the caller's thread is the process's only
+thread (the command line's ``report``): in a server (``serve``'s baseline thread beside
+its web threads) another thread's garbage must not wait on an adapting pass, so there
+adapting runs with the collector as it is.
 """
 from __future__ import annotations
 
 import gc
+import threading
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -21,8 +24,11 @@ __all__ = ["gc_paused"]
 
 @contextmanager
 def gc_paused() -> Iterator[None]:
-    """Disable the cyclic collector for the block; re-enable it after, only if it was on
-    (a caller that switched it off keeps it off)."""
+    """Disable the cyclic collector for the block when this is the process's only thread;
+    re-enable it after, only if it was on (a caller that switched it off keeps it off)."""
+    if threading.active_count() > 1:
+        yield
+        return
     was_on = gc.isenabled()
     gc.disable()
     try:

@@ -1,0 +1,53 @@
+"""The collector pause around adapting (issue 24) stays inside a single-threaded caller."""
+from __future__ import annotations
+
+import gc
+import subprocess
+import sys
+import textwrap
+import threading
+
+from ls_agreement.adapters.gc_pause import gc_paused
+
+
+def _alone(code: str) -> None:
+    """Run ``code`` in a fresh interpreter: the test session may hold threads of its own."""
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+
+
+def test_alone_the_collector_pauses_and_comes_back() -> None:
+    _alone("""
+        import gc
+        from ls_agreement.adapters.gc_pause import gc_paused
+        assert gc.isenabled()
+        with gc_paused():
+            assert not gc.isenabled()
+        assert gc.isenabled()
+        """)
+
+
+def test_a_caller_that_switched_it_off_keeps_it_off() -> None:
+    _alone("""
+        import gc
+        from ls_agreement.adapters.gc_pause import gc_paused
+        gc.disable()
+        with gc_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+        """)
+
+
+def test_beside_other_threads_the_collector_is_left_alone() -> None:
+    """In a server (serve's baseline thread beside its web threads) another thread's garbage
+    must not wait on an adapting pass."""
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        with gc_paused():
+            assert gc.isenabled()
+    finally:
+        stop.set()
+        other.join()
