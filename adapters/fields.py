@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ls_agreement.metrics.model import Box, Keypoint, Polygon, Span
+from ls_agreement.metrics.model import Box, Keypoint, Polygon, unchecked_span
 
 from .errors import BadValue, show
 
@@ -158,8 +158,6 @@ _BOX_X, _BOX_Y, _BOX_W, _BOX_H, _BOX_ROT, _BOX_LABEL = (
     getattr(Box, f).__set__ for f in ("x", "y", "width", "height", "rotation", "label"))
 _KP_X, _KP_Y, _KP_LABEL = (getattr(Keypoint, f).__set__ for f in ("x", "y", "label"))
 _POLY_POINTS, _POLY_LABEL = (getattr(Polygon, f).__set__ for f in ("points", "label"))
-_SPAN_START, _SPAN_END, _SPAN_LABEL, _SPAN_TEXT = (
-    getattr(Span, f).__set__ for f in ("start", "end", "label", "text"))
 
 
 def make_box(x: float, y: float, w: float, h: float, rot: float, label: Any) -> Box:
@@ -190,10 +188,4 @@ def make_polygon(points: tuple, label: Any) -> Polygon:
     return p
 
 
-def make_span(start: int, end: int, label: Any, text: str | None) -> Span:
-    s = _new(Span)
-    _SPAN_START(s, start)
-    _SPAN_END(s, end)
-    _SPAN_LABEL(s, label)
-    _SPAN_TEXT(s, text)
-    return s
+make_span = unchecked_span   # the model's own unchecked builder (metrics/tokens.py uses it too)

@@ -18,7 +18,7 @@ from typing import Any, Hashable, NamedTuple, Sequence
 from .errors import BadInput
 
 __all__ = ["Box", "Polygon", "Keypoint", "Mask", "Ellipse", "Curve", "Span", "Interval", "Relation", "Attributed", "is_region",
-           "Keyframe", "Track", "REGION_TYPES", "Message", "message_text"]
+           "Keyframe", "Track", "REGION_TYPES", "Message", "message_text", "unchecked_span"]
 
 
 def _finite(name: str, value: float) -> float:
@@ -209,6 +209,22 @@ class Span:
 
     def __len__(self) -> int:
         return self.end - self.start
+
+
+_SPAN_SLOTS = tuple(getattr(Span, f).__set__ for f in ("start", "end", "label", "text"))
+
+
+def unchecked_span(start: int, end: int, label: Hashable | None, text: str | None) -> Span:
+    """``Span(start, end, label, text)`` from int bounds the caller has checked (``0 <= start
+    <= end``), without the dataclass' re-validation: adapting a large export and mapping its
+    spans to tokens build millions, and the checks would cost more than the building."""
+    s = object.__new__(Span)
+    set_start, set_end, set_label, set_text = _SPAN_SLOTS
+    set_start(s, start)
+    set_end(s, end)
+    set_label(s, label)
+    set_text(s, text)
+    return s
 
 
 @dataclass(frozen=True, slots=True)

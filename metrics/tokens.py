@@ -12,7 +12,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .model import Span
+from .model import Span, unchecked_span
 from .errors import BadInput
 
 __all__ = ["TOKENIZERS", "char_spans_to_tokens", "many_char_spans_to_tokens", "token_bounds"]
@@ -98,18 +98,6 @@ def char_spans_to_tokens(text: str, spans: Sequence[Span], tokenizer: str = "nlt
 
 
 
-_new, _set = object.__new__, object.__setattr__
-
-
-def _token_span(start: int, end: int, label: object, text: str | None) -> Span:
-    """``Span(start, end, label, text)`` for int bounds already checked (``0 <= start < end``):
-    without the dataclass' re-validation, which would cost more than the mapping itself."""
-    s = _new(Span)
-    _set(s, "start", start)
-    _set(s, "end", end)
-    _set(s, "label", label)
-    _set(s, "text", text)
-    return s
 
 
 def many_char_spans_to_tokens(texts: Sequence[str], spans: Sequence[Sequence[Span]], tokenizer: str = "nltk",
@@ -181,9 +169,9 @@ def many_char_spans_to_tokens(texts: Sequence[str], spans: Sequence[Sequence[Spa
         try:
             got = made.get(key)
         except TypeError:  # an unhashable label
-            return _token_span(a, b, sp.label, sp.text)
+            return unchecked_span(a, b, sp.label, sp.text)
         if got is None:
-            got = made[key] = _token_span(a, b, sp.label, sp.text)
+            got = made[key] = unchecked_span(a, b, sp.label, sp.text)
         return got
 
     # ... and equal token answers (on different texts) one tuple: the same spans, by identity
