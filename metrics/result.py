@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, ClassVar
+from typing import Any, BinaryIO, ClassVar
 
 import numpy as np
 import pandas as pd
 import pydantic_core
 
-__all__ = ["Result", "finite_or_none", "strict_json", "json_text"]
+__all__ = ["Result", "finite_or_none", "strict_json", "json_text", "write_json"]
 
 
 def finite_or_none(x: Any) -> float | None:
@@ -74,11 +74,95 @@ def strict_json(obj: Any) -> Any:
                                             fallback=_default)
 
 
+def _json(obj: Any, indent: int | None, exclude: set[str] | None = None) -> bytes:
+    return pydantic_core.to_json(obj, indent=indent, exclude=exclude, inf_nan_mode="null", fallback=_default)
+
+
 def json_text(obj: Any, indent: int | None = None) -> str:
     """:func:`strict_json` of ``obj`` as JSON text (UTF-8 kept as is), indented by
     ``indent`` spaces per level when given — written by pydantic in one pass."""
-    return pydantic_core.to_json(obj, indent=indent, exclude=_public(obj), inf_nan_mode="null",
-                                 fallback=_default).decode("utf-8")
+    return _json(obj, indent, _public(obj)).decode("utf-8")
+
+
+#: Entries of a container serialized by one call of :func:`write_json`: a big report's task
+#: tables are written a block at a time, never as one text (issue 24: the text of a
+#: 100,000-task report is 0.4 GB, and its bytes and str were the run's peak).
+WRITE_BLOCK = 2_000
+
+
+def write_json(obj: Any, out: BinaryIO, indent: int | None = None) -> None:
+    """Write :func:`json_text` of ``obj`` to the binary stream ``out``, byte for byte the
+    same (as UTF-8), a block of :data:`WRITE_BLOCK` entries at a time.
+
+    Containers with more entries than a block (dicts, lists, tuples and the dataclasses
+    holding them) are opened here and their entries serialized by pydantic in blocks,
+    re-indented to their depth; everything else in one call, as :func:`json_text` does."""
+    items = _members(obj, _public(obj))
+    if items is None:
+        out.write(_json(obj, indent, _public(obj)))
+    else:
+        _write_members(*items, out, indent, 0)
+
+
+def _members(obj: Any, exclude: set[str] | None = None) -> tuple[bool, list[tuple[Any, Any]] | list[Any]] | None:
+    """``(is_mapping, entries)`` of a container :func:`write_json` opens, else None."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return True, [(f.name, getattr(obj, f.name)) for f in dataclasses.fields(obj)
+                      if not exclude or f.name not in exclude]
+    if isinstance(obj, dict):
+        return True, list(obj.items())
+    if isinstance(obj, (list, tuple)):
+        return False, list(obj)
+    return None
+
+
+def _big(obj: Any) -> bool:
+    """Whether a value is written entry by entry: a dataclass (it may hold a big table) or
+    a container of more than a block."""
+    return (dataclasses.is_dataclass(obj) and not isinstance(obj, type)) or \
+        (isinstance(obj, (dict, list, tuple)) and len(obj) > WRITE_BLOCK)
+
+
+def _write_members(mapping: bool, entries: list[Any], out: BinaryIO, indent: int | None, depth: int) -> None:
+    opener, closer = (b"{", b"}") if mapping else (b"[", b"]")
+    if not entries:
+        out.write(opener + closer)
+        return
+    # pydantic's own layout: "key": value / "key":value, entries on their own lines
+    # when indented; a nested value's lines shifted right by its depth
+    pad = b"" if indent is None else b"\n" + b" " * (indent * (depth + 1))
+    shift = b"" if indent is None else b"\n" + b" " * (indent * depth)
+    sep, colon = (b",", b":") if indent is None else (b",", b": ")
+    out.write(opener)
+    first, block = True, []
+
+    def flush() -> None:
+        nonlocal first
+        if not block:
+            return
+        text = _json(dict(block) if mapping else block, indent)
+        if indent is None:
+            out.write((b"" if first else sep) + text[1:-1])
+        else:
+            out.write((b"" if first else sep) + shift + text[2:-2].replace(b"\n", shift))
+        first = False
+        block.clear()
+
+    for entry in entries:
+        value = entry[1] if mapping else entry
+        if not _big(value):
+            block.append(entry)
+            if len(block) >= WRITE_BLOCK:
+                flush()
+            continue
+        flush()
+        out.write((b"" if first else sep) + pad)
+        if mapping:
+            out.write(_json({entry[0]: 0}, None)[1:-3] + colon)    # the key as pydantic writes a key
+        first = False
+        _write_members(*_members(value), out, indent, depth + 1)
+    flush()
+    out.write((b"" if indent is None else b"\n" + b" " * (indent * depth)) + closer)
 
 
 class Result:

@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 from typing import Any, Mapping
 
-from ls_agreement.metrics.result import json_text
+from ls_agreement.metrics.result import json_text, write_json
 
 from .pushback import rounded_json
 from .report.model import Report, to_jsonable
@@ -78,8 +78,10 @@ def write_reports(out_dir: Path, report: Report,
              "annotators_json": out_dir / "annotators.json",
              "annotators_csv": out_dir / "annotators.csv"}
     # the header keys, then the report's in its own order, written by the one serializer
-    _atomic_write(paths["report"], json_text({**header, **{f.name: getattr(report, f.name)
-                                                          for f in dataclasses.fields(report)}}, indent=1))
+    tmp = _tmp_path(paths["report"])
+    with tmp.open("wb") as fh:      # streamed: the text of a big project's report is never held whole
+        write_json({**header, **{f.name: getattr(report, f.name) for f in dataclasses.fields(report)}}, fh, indent=1)
+    tmp.replace(paths["report"])
     # a file has no serve behind it: its annotator-pair cells carry no link (serve's page does)
     _atomic_write(paths["report_html"], render_html(report))
     _atomic_write(paths["annotators_json"],

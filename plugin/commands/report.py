@@ -79,6 +79,22 @@ def _write(text: str, path: str | None) -> None:
         raise BadInput(f"cannot write {path!r}: {exc.strerror or exc}") from None
 
 
+def _write_json(report, path: str | None) -> None:
+    """The report's JSON streamed to ``path`` (stdout when None), as :func:`_write` writes
+    text: the text of a big report is never held whole (issue 24)."""
+    if path is None:
+        sys.stdout.flush()
+        report.write_json(sys.stdout.buffer, indent=1)
+        sys.stdout.buffer.write(b"\n")
+        sys.stdout.buffer.flush()
+        return
+    try:
+        with open(path, "wb") as fh:
+            report.write_json(fh, indent=1)
+    except OSError as exc:
+        raise BadInput(f"cannot write {path!r}: {exc.strerror or exc}") from None
+
+
 def _rendered(render, report):
     """``render(report)`` with Python warnings (numpy's) turned into report
     warnings, never raw lines on stderr; rendered again when there were some, so the page
@@ -112,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput(f"--workers must be >= 0, got {args.workers}")
     report = build_report(config_xml, iter_export(args.export), settings, workers=args.workers)
     if args.format == "json":
-        _write(report.to_json(indent=1), args.out)
+        _write_json(report, args.out)
     elif args.format == "html":
         _write(_rendered(render_html, report), args.out)
     else:

@@ -16,11 +16,11 @@ import dataclasses
 import functools
 import math
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping, TypeVar, Union
+from typing import Any, BinaryIO, Literal, Mapping, TypeVar, Union
 
 from pydantic import TypeAdapter
 
-from ls_agreement.metrics.result import json_text, strict_json as to_jsonable
+from ls_agreement.metrics.result import json_text, strict_json as to_jsonable, write_json
 
 __all__ = [
     "REPORT_VERSION", "Interval", "Intervals", "AnnotatorIntervals", "Histogram", "Candidate",
@@ -580,6 +580,10 @@ class Report:
 
     def to_json(self, indent: int | None = None) -> str:
         return json_text(self, indent)
+
+    def write_json(self, out: BinaryIO, indent: int | None = None) -> None:
+        """:meth:`to_json`'s bytes written to ``out`` a block of tasks at a time."""
+        write_json(self, out, indent)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "Report":

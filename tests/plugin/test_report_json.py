@@ -3,6 +3,7 @@ form and a metric result's ``to_dict`` agree with the standard library's parser,
 ±inf become null everywhere, and a stored report reads back into the same types."""
 from __future__ import annotations
 
+import io
 import json
 import math
 import random
@@ -12,7 +13,8 @@ import pandas as pd
 import pytest
 
 from ls_agreement.metrics import agreement, gwet_ac1, icc
-from ls_agreement.metrics.result import finite_or_none, json_text, strict_json
+from ls_agreement.metrics import result as result_module
+from ls_agreement.metrics.result import finite_or_none, json_text, strict_json, write_json
 from ls_agreement.demo.data import ANNOTATORS, DEMO_CONFIG, generate
 from ls_agreement.plugin.report.build import build_report
 from ls_agreement.plugin.report.model import Report
@@ -87,3 +89,29 @@ def test_a_report_reads_back_into_the_same_types() -> None:
     assert Report.from_dict(json.loads(back.to_json())) == report
     with pytest.raises(ValueError, match="controls"):
         Report.from_dict({**data, "controls": {"x": {"n_items": "many"}}})
+
+
+@pytest.mark.parametrize("indent", [None, 0, 1, 3])
+def test_written_json_is_the_one_pass_text_byte_for_byte(indent: int | None, monkeypatch) -> None:
+    """The streamed writer (issue 24) opens containers and serializes their entries in
+    blocks; pydantic's one-pass text is the reference, blocks of 2 make every container
+    split."""
+    monkeypatch.setattr(result_module, "WRITE_BLOCK", 2)
+    rng = random.Random(11 + (indent or 0))
+    for _ in range(800):
+        value = _random_value(0, rng)
+        out = io.BytesIO()
+        write_json(value, out, indent)
+        assert out.getvalue() == json_text(value, indent).encode("utf-8"), value
+
+
+def test_a_written_report_is_its_json_text(monkeypatch) -> None:
+    users = {a.email: i + 1 for i, a in enumerate(ANNOTATORS)}
+    tasks = [{**t, "id": k} for k, t in enumerate(generate(users, n_tasks=30, seed=4).tasks, start=1)]
+    report = build_report(DEMO_CONFIG, tasks, ReportSettings(bootstrap=20))
+    for block in (3, 10_000):
+        monkeypatch.setattr(result_module, "WRITE_BLOCK", block)
+        for indent in (None, 1):
+            out = io.BytesIO()
+            report.write_json(out, indent)
+            assert out.getvalue() == report.to_json(indent).encode("utf-8")
