@@ -24,7 +24,7 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 import pandas as pd
 
-from ls_agreement.adapters.adapt import adapt
+from ls_agreement.adapters.adapt import Adapted, adapt
 from ls_agreement.adapters.control import ControlData, fitting_distances, unread_warning
 from ls_agreement.adapters.errors import AdapterError
 from ls_agreement.adapters.spans import release_tokens, span_units_table
@@ -38,7 +38,7 @@ from .model import (AnnotatorIntervals, Candidate, ControlAnnotator, ControlRepo
 from .flags import fit_ambiguity, fit_review
 from .quality import reference_measures
 from .seed import seed_measures
-from .parallel import measure_controls
+from .parallel import measure_controls, run_forked
 from .pairs import label_section, pair_matrix_section, project_pair_matrix
 from .rollup import project_annotators, project_tasks
 
@@ -356,10 +356,16 @@ def build_report(config_xml: str, tasks: list[dict], settings: ReportSettings | 
         Invalid settings (a negative seed, overlapping annotator pools, ...).
     """
     settings = (settings or ReportSettings()).validate()
-    caught_adapting: list[str] = []
-    with collect_warnings(caught_adapting, "reading the project"):
-        adapted = adapt(config_xml, tasks, strict=settings.strict,
-                        include_predictions=settings.include_predictions)
+
+    def read() -> tuple[Adapted, list[str]]:
+        caught: list[str] = []
+        with collect_warnings(caught, "reading the project"):
+            out = adapt(config_xml, tasks, strict=settings.strict, include_predictions=settings.include_predictions)
+        return out, caught
+
+    # with worker processes, the export is read in one too: this process then holds the
+    # adapted controls packed, not the heap the reading left (parallel.run_forked)
+    adapted, caught_adapting = read() if workers == 1 else run_forked(read, errors=(AdapterError,))
     if annotator_names:
         for ctl in adapted.controls.values():
             seen = set(map(str, ctl.table["annotator"].unique())) if len(ctl.table) else set()

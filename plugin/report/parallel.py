@@ -33,7 +33,7 @@ from typing import Callable, Mapping, TypeVar
 
 from ls_agreement.adapters.control import ControlData
 
-__all__ = ["measure_controls", "default_workers"]
+__all__ = ["measure_controls", "default_workers", "run_forked"]
 
 R = TypeVar("R")
 
@@ -56,6 +56,46 @@ def _fork_ok() -> bool:
     return ("fork" in multiprocessing.get_all_start_methods()
             and threading.current_thread() is threading.main_thread()
             and threading.active_count() == 1)
+
+
+# The function :func:`run_forked` runs in its child (set just before the fork, like _JOB).
+_CALL: Callable[[], object] | None = None
+
+
+def _run_call() -> object:
+    assert _CALL is not None, "child started without a function"
+    return _CALL()
+
+
+def run_forked(fn: Callable[[], R], errors: tuple[type[BaseException], ...] = ()) -> R:
+    """``fn()`` computed in a forked child process and its result unpickled here; where fork
+    is unsafe (see the module docstring), or the child fails in any other way, ``fn()`` runs
+    here, so its own error (with its traceback) is the one raised. An error of one of the
+    types ``errors`` (the input's own: a bad export) is raised as the child raised it.
+
+    Why (issue 24): reading a big export leaves this process's heap fragmented -- each
+    task's parsed JSON was freed between the few objects kept from it, and the allocator
+    keeps the arenas those few pin (at 100,000 tasks 0.8 GB held for 0.33 GB of values).
+    Built in a child, the values arrive here packed, as one unpickling allocates them, and
+    the child's heap goes with it. Nothing in ``fn``'s result may depend on object identity
+    beyond what pickle keeps (shared references within the result are kept).
+    """
+    global _CALL
+    if not _fork_ok():
+        return fn()
+    _CALL = fn
+    try:
+        with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork")) as pool:
+            fut = pool.submit(_run_call)
+            try:
+                return fut.result()      # type: ignore[return-value]
+            except errors:
+                raise
+            except Exception:  # computed again below: its own error, with its traceback
+                pass
+    finally:
+        _CALL = None
+    return fn()
 
 
 def _run_named(name: str) -> object:

@@ -87,3 +87,36 @@ def test_one_worker_runs_everything_here() -> None:
           for k in range(3)}
     out = measure_controls(cs, lambda c: os.getpid(), workers=1)
     assert set(out.values()) == {os.getpid()}
+
+
+def test_the_export_is_read_in_a_child_and_its_errors_are_its_own() -> None:
+    _in_fresh_process("""
+        from ls_agreement.adapters.errors import AdapterError
+        from ls_agreement.plugin.report.parallel import run_forked
+        from ls_agreement.plugin.report.build import build_report
+        from ls_agreement.plugin.settings import ReportSettings
+        here = os.getpid()
+        assert run_forked(lambda: os.getpid()) != here                 # computed in a child
+        assert run_forked(lambda: (lambda: 5))() == 5                  # will not pickle: computed here
+        calls = []
+        def bad():
+            calls.append(os.getpid())
+            raise AdapterError("task 7, annotation 3: bad value")
+        try:
+            run_forked(bad, errors=(AdapterError,))
+        except AdapterError as exc:
+            assert "task 7, annotation 3" in str(exc)
+        else:
+            raise AssertionError("no error")
+        assert calls == [], calls                                      # raised as the child raised it, not run again here
+        # a strict report of a bad export: the reader's error reaches the caller
+        config = '<View><Text name="t" value="$t"/><Choices name="c" toName="t"><Choice value="a"/></Choices></View>'
+        tasks = [{"id": 1, "data": {"t": "x"}, "annotations": [{"id": 9, "completed_by": 1, "result": [
+            {"from_name": "c", "to_name": "t", "type": "choices", "value": {"choices": "not a list"}}]}]}]
+        try:
+            build_report(config, tasks, ReportSettings(strict=True), workers=2)
+        except AdapterError as exc:
+            assert "task 1" in str(exc), exc
+        else:
+            raise AssertionError("no error")
+    """)
