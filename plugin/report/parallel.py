@@ -4,12 +4,16 @@ work divided by control).
 A report's controls are independent until the project-level roll-up (flags over controls,
 a task's weakest σ, an annotator's means), so :func:`measure_controls` runs ``measure(ctl)``
 for every control in at most ``workers`` forked worker processes and hands the entries back
-in the controls' order. Why fork, and why by name:
+in the controls' order. Why fork:
 
 - A forked worker already holds the adapted controls (copy-on-write), so nothing is pickled
-  on the way in: the worker is told a control's *name* and touches only that control's
-  compact table. What it copies is bounded by that control's data, never the export.
-- Only the control's :class:`~.model.ControlReport` travels back (pickled).
+  on the way in: the worker touches only its control's compact table. What it copies is
+  bounded by that control's data, never the export.
+- Only the control's :class:`~.model.ControlReport` travels back (pickled, through a pipe
+  of its own).
+- No thread is ever started here (``multiprocessing.Process`` and pipes, not a pool whose
+  manager threads would be running when the next worker forks): a fork copies one thread,
+  and any lock another thread held at that moment would stay held in the child forever.
 - The same seed gives the same numbers: every control's resampling draws from its own
   generator seeded by ``settings.seed`` (``metrics.bootstrap``), never from a stream shared
   with the other controls, so the order in which controls run changes nothing.
@@ -27,19 +31,16 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import pickle
 import threading
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from typing import Callable, Mapping, TypeVar
+from multiprocessing.connection import Connection, wait
+from typing import Any, Callable, Mapping, TypeVar
 
 from ls_agreement.adapters.control import ControlData
 
 __all__ = ["measure_controls", "default_workers", "run_forked"]
 
 R = TypeVar("R")
-
-# The controls and the measuring function, seen by forked workers (set just before the pool
-# forks, cleared after): module state rather than arguments, so nothing is pickled in.
-_JOB: tuple[Mapping[str, ControlData], Callable[[ControlData], object]] | None = None
 
 
 def default_workers(n_controls: int) -> int:
@@ -58,13 +59,41 @@ def _fork_ok() -> bool:
             and threading.active_count() == 1)
 
 
-# The function :func:`run_forked` runs in its child (set just before the fork, like _JOB).
-_CALL: Callable[[], object] | None = None
+def _child(send: Connection, fn: Callable[[], Any]) -> None:
+    """In a forked child: ``(True, fn())``, or ``(False, the error)``, pickled to ``send``."""
+    try:
+        payload = pickle.dumps((True, fn()), protocol=pickle.HIGHEST_PROTOCOL)
+    except BaseException as exc:      # whatever it is, the parent decides (re-raise or re-run)
+        try:
+            payload = pickle.dumps((False, exc), protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception:
+            payload = pickle.dumps((False, None))
+    send.send_bytes(payload)
+    send.close()
 
 
-def _run_call() -> object:
-    assert _CALL is not None, "child started without a function"
-    return _CALL()
+def _start(fn: Callable[[], Any]) -> tuple[Connection, multiprocessing.process.BaseProcess]:
+    ctx = multiprocessing.get_context("fork")
+    recv, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_child, args=(send, fn), daemon=True)
+    proc.start()
+    send.close()          # this end is the child's alone: its exit is the pipe's end
+    return recv, proc
+
+
+def _collect(recv: Connection, proc: multiprocessing.process.BaseProcess) -> tuple[bool, Any]:
+    """The child's ``(ok, value)``; ``(False, None)`` when it died without a word."""
+    try:
+        data = recv.recv_bytes()
+    except (EOFError, OSError):
+        return False, None
+    finally:
+        recv.close()
+        proc.join()
+    try:
+        return pickle.loads(data)
+    except Exception:
+        return False, None
 
 
 def run_forked(fn: Callable[[], R], errors: tuple[type[BaseException], ...] = ()) -> R:
@@ -80,28 +109,14 @@ def run_forked(fn: Callable[[], R], errors: tuple[type[BaseException], ...] = ()
     the child's heap goes with it. Nothing in ``fn``'s result may depend on object identity
     beyond what pickle keeps (shared references within the result are kept).
     """
-    global _CALL
     if not _fork_ok():
         return fn()
-    _CALL = fn
-    try:
-        with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork")) as pool:
-            fut = pool.submit(_run_call)
-            try:
-                return fut.result()      # type: ignore[return-value]
-            except errors:
-                raise
-            except Exception:  # computed again below: its own error, with its traceback
-                pass
-    finally:
-        _CALL = None
-    return fn()
-
-
-def _run_named(name: str) -> object:
-    assert _JOB is not None, "worker started without a job"
-    controls, measure = _JOB
-    return measure(controls[name])
+    ok, value = _collect(*_start(fn))
+    if ok:
+        return value
+    if errors and isinstance(value, errors):
+        raise value
+    return fn()      # computed again here: its own error, with its traceback
 
 
 def measure_controls(controls: Mapping[str, ControlData], measure: Callable[[ControlData], R],
@@ -119,38 +134,35 @@ def measure_controls(controls: Mapping[str, ControlData], measure: Callable[[Con
         At most this many worker processes; 1 runs everything here; 0 (or less): one per
         control, up to the CPUs (:func:`default_workers`).
     """
-    global _JOB
     names = list(controls)
     workers = min(workers if workers > 0 else default_workers(len(names)), len(names))
     if workers <= 1 or not _fork_ok():
         return {n: measure(controls[n]) for n in names}
     # longest first: the values a control holds are a fair proxy for its work
     order = sorted(names, key=lambda n: -len(controls[n].table))
-    _JOB = (controls, measure)
     out: dict[str, R] = {}
     failed: list[str] = []
-    fork = multiprocessing.get_context("fork")
-    running: dict[Future, tuple[str, ProcessPoolExecutor]] = {}
+    running: dict[Connection, tuple[str, multiprocessing.process.BaseProcess]] = {}
     try:
         while order or running:
             while order and len(running) < workers:
                 # a fresh process per control: what one control's work left in a worker's
                 # heap (freed, but kept by the allocator) is never carried into the next
                 n = order.pop(0)
-                pool = ProcessPoolExecutor(max_workers=1, mp_context=fork)
-                running[pool.submit(_run_named, n)] = (n, pool)
-            done, _ = wait(running, return_when=FIRST_COMPLETED)
-            for fut in done:
-                n, pool = running.pop(fut)
-                pool.shutdown(wait=True)
-                try:
-                    out[n] = fut.result()
-                except Exception:  # measured again below: its own error, with its traceback
+                recv, proc = _start(lambda n=n: measure(controls[n]))
+                running[recv] = (n, proc)
+            for recv in wait(list(running)):
+                n, proc = running.pop(recv)          # type: ignore[call-overload]
+                ok, value = _collect(recv, proc)     # type: ignore[arg-type]
+                if ok:
+                    out[n] = value
+                else:          # measured again below: its own error, with its traceback
                     failed.append(n)
     finally:
-        for n, pool in running.values():
-            pool.shutdown(wait=False, cancel_futures=True)
-        _JOB = None
+        for recv, (_, proc) in running.items():
+            proc.terminate()
+            proc.join()
+            recv.close()
     for n in failed:
         out[n] = measure(controls[n])
     return {n: out[n] for n in names}
