@@ -84,28 +84,28 @@ def json_text(obj: Any, indent: int | None = None) -> str:
     return _json(obj, indent, _public(obj)).decode("utf-8")
 
 
-#: Entries of a container serialized by one call of :func:`write_json`: a big report's task
-#: tables are written a block at a time, never as one text (issue 24: the text of a
-#: 100,000-task report is 0.4 GB, and its bytes and str were the run's peak).
-WRITE_BLOCK = 2_000
+#: JSON values serialized by one call of :func:`write_json`: a big report's task tables are
+#: written a block at a time, never as one text (issue 24: the text of a 100,000-task report
+#: is 0.4 GB, and its bytes and str were the run's peak).
+WRITE_BLOCK = 20_000
 
 
 def write_json(obj: Any, out: BinaryIO, indent: int | None = None) -> None:
     """Write :func:`json_text` of ``obj`` to the binary stream ``out``, byte for byte the
-    same (as UTF-8), a block of :data:`WRITE_BLOCK` entries at a time.
+    same (as UTF-8), about :data:`WRITE_BLOCK` JSON values at a time.
 
-    Containers with more entries than a block (dicts, lists, tuples and the dataclasses
-    holding them) are opened here and their entries serialized by pydantic in blocks,
-    re-indented to their depth; everything else in one call, as :func:`json_text` does."""
+    A container holding more values than a block (a dict, list or tuple, a dataclass) is
+    opened here and its entries serialized by pydantic in blocks of siblings, re-indented
+    to their depth; everything else in one call, as :func:`json_text` does."""
     items = _members(obj, _public(obj))
-    if items is None:
+    if items is None or _weight(obj, WRITE_BLOCK) < WRITE_BLOCK:
         out.write(_json(obj, indent, _public(obj)))
     else:
         _write_members(*items, out, indent, 0)
 
 
-def _members(obj: Any, exclude: set[str] | None = None) -> tuple[bool, list[tuple[Any, Any]] | list[Any]] | None:
-    """``(is_mapping, entries)`` of a container :func:`write_json` opens, else None."""
+def _members(obj: Any, exclude: set[str] | None = None) -> tuple[bool, list[Any]] | None:
+    """``(is_mapping, entries)`` of a container :func:`write_json` can open, else None."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return True, [(f.name, getattr(obj, f.name)) for f in dataclasses.fields(obj)
                       if not exclude or f.name not in exclude]
@@ -116,11 +116,21 @@ def _members(obj: Any, exclude: set[str] | None = None) -> tuple[bool, list[tupl
     return None
 
 
-def _big(obj: Any) -> bool:
-    """Whether a value is written entry by entry: a dataclass (it may hold a big table) or
-    a container of more than a block."""
-    return (dataclasses.is_dataclass(obj) and not isinstance(obj, type)) or \
-        (isinstance(obj, (dict, list, tuple)) and len(obj) > WRITE_BLOCK)
+def _weight(obj: Any, limit: int) -> int:
+    """The JSON values in ``obj``, counted up to about ``limit``."""
+    n, todo = 0, [obj]
+    while todo and n < limit:
+        o = todo.pop()
+        n += 1
+        if dataclasses.is_dataclass(o) and not isinstance(o, type):
+            todo.extend(getattr(o, f.name) for f in dataclasses.fields(o))
+        elif isinstance(o, dict):
+            todo.extend(o.values())
+        elif isinstance(o, (list, tuple, set, frozenset)):
+            todo.extend(o)
+        elif isinstance(o, (np.ndarray, pd.DataFrame)):
+            n += int(o.size)
+    return n
 
 
 def _write_members(mapping: bool, entries: list[Any], out: BinaryIO, indent: int | None, depth: int) -> None:
@@ -134,10 +144,10 @@ def _write_members(mapping: bool, entries: list[Any], out: BinaryIO, indent: int
     shift = b"" if indent is None else b"\n" + b" " * (indent * depth)
     sep, colon = (b",", b":") if indent is None else (b",", b": ")
     out.write(opener)
-    first, block = True, []
+    first, block, weight = True, [], 0
 
     def flush() -> None:
-        nonlocal first
+        nonlocal first, weight
         if not block:
             return
         text = _json(dict(block) if mapping else block, indent)
@@ -145,14 +155,17 @@ def _write_members(mapping: bool, entries: list[Any], out: BinaryIO, indent: int
             out.write((b"" if first else sep) + text[1:-1])
         else:
             out.write((b"" if first else sep) + shift + text[2:-2].replace(b"\n", shift))
-        first = False
+        first, weight = False, 0
         block.clear()
 
     for entry in entries:
         value = entry[1] if mapping else entry
-        if not _big(value):
+        w = _weight(value, WRITE_BLOCK)
+        inner = _members(value) if w >= WRITE_BLOCK else None
+        if inner is None:
             block.append(entry)
-            if len(block) >= WRITE_BLOCK:
+            weight += w
+            if weight >= WRITE_BLOCK:
                 flush()
             continue
         flush()
@@ -160,7 +173,7 @@ def _write_members(mapping: bool, entries: list[Any], out: BinaryIO, indent: int
         if mapping:
             out.write(_json({entry[0]: 0}, None)[1:-3] + colon)    # the key as pydantic writes a key
         first = False
-        _write_members(*_members(value), out, indent, depth + 1)
+        _write_members(*inner, out, indent, depth + 1)
     flush()
     out.write((b"" if indent is None else b"\n" + b" " * (indent * depth)) + closer)
 
