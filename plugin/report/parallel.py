@@ -29,6 +29,7 @@ controls run one after the other in this process, as before.
 """
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import pickle
@@ -143,6 +144,11 @@ def measure_controls(controls: Mapping[str, ControlData], measure: Callable[[Con
     out: dict[str, R] = {}
     failed: list[str] = []
     running: dict[Connection, tuple[str, multiprocessing.process.BaseProcess]] = {}
+    # what this process holds goes to the collector's permanent generation while workers
+    # run: a worker's collections would otherwise write to the header of every object
+    # they walk, and each page so written -- all of the adapted controls, not only the
+    # worker's own -- is copied into the worker
+    gc.freeze()
     try:
         while order or running:
             while order and len(running) < workers:
@@ -159,6 +165,7 @@ def measure_controls(controls: Mapping[str, ControlData], measure: Callable[[Con
                 else:          # measured again below: its own error, with its traceback
                     failed.append(n)
     finally:
+        gc.unfreeze()
         for recv, (_, proc) in running.items():
             proc.terminate()
             proc.join()

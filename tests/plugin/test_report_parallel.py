@@ -66,6 +66,10 @@ def test_each_control_runs_in_its_own_worker_and_comes_back_in_order() -> None:
         pids = {v[2] for v in out.values()}
         # a fresh process per control, never this one
         assert os.getpid() not in pids and len(pids) == 4, pids
+        import gc
+        assert gc.get_freeze_count() == 0      # frozen only while the workers ran
+        frozen = measure_controls(cs, lambda c: gc.get_freeze_count() > 0, workers=2)
+        assert all(frozen.values()) and gc.get_freeze_count() == 0
     """)
 
 
