@@ -120,9 +120,9 @@ def _export(directory: Path, n: int, seed: int) -> Path:
     return path
 
 
-def _report_cmd(export: Path, config: Path, out: Path) -> list[str]:
+def _report_cmd(export: Path, config: Path, out: Path, workers: int | None = None) -> list[str]:
     return [sys.executable, "-m", "ls_agreement.plugin.cli", "report", str(export), "--config", str(config),
-            "--out", str(out)]
+            "--out", str(out)] + ([] if workers is None else ["--workers", str(workers)])
 
 
 def _fmt(r: dict[str, float]) -> str:
@@ -178,6 +178,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--dir", type=Path, default=DEFAULT_DIR, help="where the exports are written and kept")
     ap.add_argument("--compare", metavar="PYTHONPATH", help="also run another checkout's report and compare")
+    ap.add_argument("--one-process", action="store_true",
+                    help="also run the report with --workers 1 (every control in the one process) and check "
+                         "that it writes the same bytes")
     args = ap.parse_args(argv or [])
     sizes = [int(s) for s in args.tasks.split(",") if s.strip()] + ([1_000_000] if args.million else [])
     args.dir.mkdir(parents=True, exist_ok=True)
@@ -199,6 +202,12 @@ def main(argv: list[str] | None = None) -> None:
             verdict = f"  target ≤ {wall_t:.0f} s, ≤ {gb_t:.0f} GB: {'met' if ok else 'NOT met'}"
         print(f"  ls-agreement report {_fmt(rep)}  (× json.load: {rep['wall'] / ref['wall']:.1f} wall, "
               f"{rep['tree'] / ref['peak']:.2f} memory; {rep['tree'] / size:.2f} × the file){verdict}", flush=True)
+        if args.one_process:
+            one = args.dir / f"report-{n}-one.json"
+            single = _run(_report_cmd(export, config, one, workers=1))
+            same = one.read_bytes() == out.read_bytes()
+            print(f"  ... --workers 1     {_fmt(single)}  (report {'byte-identical' if same else 'DIFFERENT'})",
+                  flush=True)
         if args.compare:
             other = args.dir / f"report-{n}-compare.json"
             env = dict(os.environ, PYTHONPATH=args.compare)
