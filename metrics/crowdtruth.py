@@ -115,6 +115,14 @@ def _answers(value: Any, item: Any, ann: Any) -> dict[Any, float]:
     raise BadInput(f"item {item!r}, annotator {ann!r}: value {value!r} is not a collection of answers")
 
 
+def _hashable(value: tuple) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
+
+
 @tabular(missing="keep")   # None: a judgement that chose nothing
 def crowdtruth(table: pd.DataFrame, options: Sequence[Any] | None = None, *, tol: float = 1e-3,
                max_iter: int = 1000, none_token: Any = None, duplicates: Duplicates = "error") -> CrowdTruthResult:
@@ -154,7 +162,7 @@ def crowdtruth(table: pd.DataFrame, options: Sequence[Any] | None = None, *, tol
     seen: dict[Any, dict[Any, float]] = {}
     vals = []
     for v, i, a in zip(table["value"].tolist(), items, anns):
-        if type(v) is str or type(v) is frozenset:
+        if type(v) is str or type(v) is frozenset or (type(v) is tuple and _hashable(v)):
             got = seen.get(v)
             if got is None:
                 got = seen[v] = _answers(v, i, a)

@@ -115,10 +115,14 @@ def span_f1_section(control: Any, settings: Any) -> SpanF1Section | None:
         labels=_span_scores(res.per_label), tokenizer=SPAN_TOKENIZER, warnings=list(warnings or []))
 
 
-def _span_answers(value: Any) -> list[str]:
+def _span_answers(value: Any, pool: dict[str, str]) -> tuple[str, ...]:
     """A judgement's span answers, each as often as it was given: CrowdTruth-core counts a
-    span marked twice in one annotation twice (its judgement vectors are counts)."""
-    return sorted(f"{sp.start}-{sp.end}:{sp.label}" for sp in (value or ()) if isinstance(sp, Span))
+    span marked twice in one annotation twice (its judgement vectors are counts). Each
+    answer's text is one object through ``pool``, and equal judgements are equal tuples,
+    read once by :func:`~ls_agreement.metrics.crowdtruth.crowdtruth` (issue 24: at 100,000
+    tasks a string and a dict per span and judgement were the spans worker's largest part)."""
+    keys = sorted(f"{sp.start}-{sp.end}:{sp.label}" for sp in (value or ()) if isinstance(sp, Span))
+    return tuple(pool.setdefault(k, k) for k in keys)
 
 
 def _closed_options(control: Any, table: pd.DataFrame, taxonomy: bool) -> list[str]:
@@ -145,7 +149,8 @@ def crowdtruth_section(control: Any, settings: Any) -> CrowdTruthSection | None:
     tag = str(control.tag).lower()
     table = control.table[["item", "annotator", "value"]]
     if control.kind == "spans":
-        table = table.assign(value=[_span_answers(v) for v in table["value"]])
+        pool: dict[str, str] = {}
+        table = table.assign(value=[_span_answers(v, pool) for v in table["value"]])
         options, none_token = None, NONE_ANSWER
     elif tag in ("choices", "taxonomy"):
         options, none_token = _closed_options(control, table, tag == "taxonomy"), None

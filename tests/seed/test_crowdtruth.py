@@ -159,3 +159,13 @@ def test_counts_given_as_mapping_and_bad_counts():
     bad = t.assign(value=[{"A": -1}, ["A"], ["A"]])
     with pytest.raises(ValueError, match="item 1, annotator 'a': count -1"):
         crowdtruth(bad, ["A", "B"])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_equal_tuple_judgements_read_once_same_scores(seed):
+    """Judgements given as tuples (the span answers' form) are read once per distinct tuple
+    and shared between rows: the scores are still the brute force's."""
+    rows = _repeated_rows(seed + 20, n_units=6, n_workers=6, per_unit=4, answers=["e1", "e2"], max_repeat=2)
+    rows = [(u, w, tuple(sorted(v))) for u, w, v in rows]
+    assert len({r[2] for r in rows}) < len(rows)        # equal judgements do occur
+    _check_against_brute(rows, None)
