@@ -30,6 +30,7 @@ from ls_agreement.adapters.errors import AdapterError
 from ls_agreement.adapters.spans import release_tokens, span_units_table
 from ls_agreement.metrics.distances.registry import get_distance
 from ls_agreement.metrics.engine import HISTOGRAM_BINS
+from ls_agreement.metrics.errors import BadInput
 from ls_agreement.metrics.result import finite_or_none
 
 from ..settings import ReportSettings
@@ -365,7 +366,7 @@ def build_report(config_xml: str, tasks: list[dict], settings: ReportSettings | 
 
     # with worker processes, the export is read in one too: this process then holds the
     # adapted controls packed, not the heap the reading left (parallel.run_forked)
-    adapted, caught_adapting = read() if workers == 1 else run_forked(read, errors=(AdapterError,))
+    adapted, caught_adapting = read() if workers == 1 else run_forked(read, errors=(BadInput,))
     if annotator_names:
         for ctl in adapted.controls.values():
             seen = set(map(str, ctl.table["annotator"].unique())) if len(ctl.table) else set()
