@@ -3,12 +3,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ls_agreement.metrics.model import Box, Keypoint, Polygon, unchecked_span
+from ls_agreement.metrics.model import Box, Keypoint, Polygon
 
 from .errors import BadValue, show
 
 __all__ = ["MISSING", "number", "nonneg", "string", "str_list", "labels_of", "labels_key", "label_key",
-           "make_box", "make_keypoint", "make_polygon", "make_span", "COORD_LIMIT"]
+           "make_box", "make_keypoint", "make_polygon", "COORD_LIMIT"]
 
 
 class _Missing:
@@ -187,5 +187,3 @@ def make_polygon(points: tuple, label: Any) -> Polygon:
     _POLY_LABEL(p, label)
     return p
 
-
-make_span = unchecked_span   # the model's own unchecked builder (metrics/tokens.py uses it too)

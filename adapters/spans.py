@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from ls_agreement.metrics.model import Span as _Span
+from ls_agreement.metrics.model import Span as _Span, unchecked_span
 from ls_agreement.metrics.tokens import many_char_spans_to_tokens
 
 from .config import ControlSpec
 from .errors import BadValue, SuspectValue, show
-from .fields import label_key, labels_key, labels_of, make_span, pooled, undeclared
+from .fields import label_key, labels_key, labels_of, pooled, undeclared
 
 if TYPE_CHECKING:
     from ls_agreement.metrics.model import Span
@@ -97,7 +97,7 @@ def parse(result: dict, value: dict, spec: ControlSpec, data: Any) -> "Span":
     key = "hypertextlabels" if spec.lower == "hypertextlabels" else "labels"
     labels = labels_of(value, key)
     snippet = value.get("text")
-    span = make_span(start, end, label_key(labels), pooled(snippet) if type(snippet) is str else None)
+    span = unchecked_span(start, end, label_key(labels), pooled(snippet) if type(snippet) is str else None)
     unknown = undeclared(labels, spec)
     if unknown:
         raise SuspectValue(f"value.{labels_key(value, key)}", f"label(s) {show(unknown)} not in the config",

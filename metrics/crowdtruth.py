@@ -115,14 +115,6 @@ def _answers(value: Any, item: Any, ann: Any) -> dict[Any, float]:
     raise BadInput(f"item {item!r}, annotator {ann!r}: value {value!r} is not a collection of answers")
 
 
-def _hashable(value: tuple) -> bool:
-    try:
-        hash(value)
-    except TypeError:
-        return False
-    return True
-
-
 @tabular(missing="keep")   # None: a judgement that chose nothing
 def crowdtruth(table: pd.DataFrame, options: Sequence[Any] | None = None, *, tol: float = 1e-3,
                max_iter: int = 1000, none_token: Any = None, duplicates: Duplicates = "error") -> CrowdTruthResult:
@@ -162,13 +154,15 @@ def crowdtruth(table: pd.DataFrame, options: Sequence[Any] | None = None, *, tol
     seen: dict[Any, dict[Any, float]] = {}
     vals = []
     for v, i, a in zip(table["value"].tolist(), items, anns):
-        if type(v) is str or type(v) is frozenset or (type(v) is tuple and _hashable(v)):
-            got = seen.get(v)
-            if got is None:
-                got = seen[v] = _answers(v, i, a)
-            vals.append(got)
-        else:
-            vals.append(_answers(v, i, a))
+        got = None
+        if type(v) is str or type(v) is frozenset or type(v) is tuple:
+            try:
+                got = seen.get(v)
+                if got is None:
+                    got = seen[v] = _answers(v, i, a)
+            except TypeError:       # a tuple holding something unhashable: read on its own
+                got = None
+        vals.append(got if got is not None else _answers(v, i, a))
     if none_token is not None:
         vals = [v if v else {none_token: 1.0} for v in vals]
     nonempty = np.fromiter((len(v) > 0 for v in vals), dtype=bool, count=len(vals))

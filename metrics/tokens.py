@@ -96,10 +96,6 @@ def char_spans_to_tokens(text: str, spans: Sequence[Span], tokenizer: str = "nlt
     return int(tok_start.size), out
 
 
-
-
-
-
 def many_char_spans_to_tokens(texts: Sequence[str], spans: Sequence[Sequence[Span]], tokenizer: str = "nltk",
                               bounds: dict[str, tuple[np.ndarray, np.ndarray]] | None = None
                               ) -> tuple[list[int], list[tuple[Span, ...]]]:

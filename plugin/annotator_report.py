@@ -13,7 +13,7 @@ import dataclasses
 import os
 import threading
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, BinaryIO, Callable, Mapping
 
 from ls_agreement.metrics.result import json_text, write_json
 
@@ -78,10 +78,9 @@ def write_reports(out_dir: Path, report: Report,
              "annotators_json": out_dir / "annotators.json",
              "annotators_csv": out_dir / "annotators.csv"}
     # the header keys, then the report's in its own order, written by the one serializer
-    tmp = _tmp_path(paths["report"])
-    with tmp.open("wb") as fh:      # streamed: the text of a big project's report is never held whole
-        write_json({**header, **{f.name: getattr(report, f.name) for f in dataclasses.fields(report)}}, fh, indent=1)
-    tmp.replace(paths["report"])
+    # streamed: the text of a big project's report is never held whole
+    whole = {**header, **{f.name: getattr(report, f.name) for f in dataclasses.fields(report)}}
+    _atomic_write(paths["report"], lambda fh: write_json(whole, fh, indent=1))
     # a file has no serve behind it: its annotator-pair cells carry no link (serve's page does)
     _atomic_write(paths["report_html"], render_html(report))
     _atomic_write(paths["annotators_json"],
@@ -102,7 +101,12 @@ def _tmp_path(path: Path) -> Path:
     return path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
 
 
-def _atomic_write(path: Path, text: str) -> None:
+def _atomic_write(path: Path, text: str | Callable[[BinaryIO], None]) -> None:
+    """``text`` (or what ``text(file)`` writes, streamed) into ``path``, replacing it whole."""
     tmp = _tmp_path(path)
-    tmp.write_text(text, encoding="utf-8")
+    if isinstance(text, str):
+        tmp.write_text(text, encoding="utf-8")
+    else:
+        with tmp.open("wb") as fh:
+            text(fh)
     tmp.replace(path)
