@@ -160,8 +160,8 @@ class LabelReading:
         The task ids, in first-seen order.
     consensus : ndarray of int, shape (T,)
         Index into ``classes`` of the most likely answer: the true class of an ordinary
-        task, on an ambiguous one each of its two classes in proportion to the sound
-        answers that chose it.
+        task, on an ambiguous one each of its two classes in proportion to the posterior it
+        would have as an ordinary task's one true class.
     consensus_p : ndarray, shape (T,)
         Its posterior probability.
     p_ambiguous : ndarray, shape (T,)
@@ -594,16 +594,14 @@ def read_labels(model: LabelModel, item: Sequence[Hashable], annotator: Sequence
               else np.full(c.starts.size, -np.inf)) - _logsumexp(joint[:, :k0] + np.log(model.prior))
     post_ord, post_amb = post[:, :k], post[:, k:]
     # the consensus: the true class of an ordinary task; on an ambiguous one, each of its two
-    # classes in proportion to the sound answers that chose it (the reading most took)
+    # classes in proportion to the posterior it would have as the one true class (P(z | answers,
+    # ordinary), the prior and every answer's likelihood, restricted to the pair): both readings
+    # are defensible, and a 1–1 split goes where Dawid–Skene's reading would, to the class the
+    # likelier annotator chose or the commoner class, not to a coin flip
     marginal = post_ord.copy()
     if pa.size:
-        own_t = own.transpose(0, 2, 1)[c.annotator, c.label]                  # (N, K): C_a[z, y]
-        half_a = 0.5 * theta[c.annotator, None] * own_t[:, pa]                # (N, P)
-        half_b = 0.5 * theta[c.annotator, None] * own_t[:, pb]
-        tot = half_a + half_b + tab.dep[c.row][:, None]
-        for_a = np.add.reduceat(half_a / tot, c.starts, axis=0)
-        for_b = np.add.reduceat(half_b / tot, c.starts, axis=0)
-        share_a = np.where(for_a + for_b > 0, for_a / np.maximum(for_a + for_b, 1e-300), 0.5)   # (T, P)
+        as_one = joint[:, :k0] + np.log(np.maximum(model.prior, 1e-300))                 # (T, K)
+        share_a = 1.0 / (1.0 + np.exp(np.clip(as_one[:, pb] - as_one[:, pa], -700, 700)))   # (T, P)
         for q in range(pa.size):
             marginal[:, pa[q]] += share_a[:, q] * post_amb[:, q]
             marginal[:, pb[q]] += (1 - share_a[:, q]) * post_amb[:, q]

@@ -46,6 +46,7 @@ def _enumerate(model: LabelModel, who: list[int], labels: list[int]) -> dict[str
     total = amb = clean = 0.0
     departs = np.zeros(len(who))
     marginal = np.zeros(k)
+    as_one = np.zeros(k)
     for kind, classes, p_state in states:
         # per answer: the (component, probability) options
         options = []
@@ -60,14 +61,10 @@ def _enumerate(model: LabelModel, who: list[int], labels: list[int]) -> dict[str
             for r in classes:
                 opts.append(("sound", r, th * c[r, y] / len(classes)))
             options.append(opts)
-        chose = dict.fromkeys(classes, 0.0)   # expected sound answers on each reading, in this state
         for combo in itertools.product(*options):
             p = p_state * math.prod(o[2] for o in combo)
             total += p
             amb += p if kind == "amb" else 0.0
-            for o in combo:
-                if o[0] == "sound":
-                    chose[o[1]] += p
             # a departing answer shows as one with probability 1 − C[z, y] / C[z, z] (against the
             # likelier class of an ambiguous pair)
             shows = [1 - max(model.confusion[z, y] / model.confusion[z, z] for z in classes)
@@ -75,10 +72,13 @@ def _enumerate(model: LabelModel, who: list[int], labels: list[int]) -> dict[str
             if kind == "ord":
                 clean += p * math.prod(1 - v for v in shows)
             departs += p * np.array(shows, dtype=float)
-        # the consensus takes each class of the state in proportion to the sound answers on it
+        # the consensus takes each class of an ambiguous state in proportion to its mass as an
+        # ordinary task's one class (the ordinary states come first)
         mass = sum(p_state * math.prod(o[2] for o in combo) for combo in itertools.product(*options))
+        if kind == "ord":
+            as_one[classes[0]] = mass
         for z in classes:
-            marginal[z] += mass * (chose[z] / sum(chose.values()) if kind == "amb" else 1.0)
+            marginal[z] += mass * (as_one[z] / sum(as_one[r] for r in classes) if kind == "amb" else 1.0)
     return {"amb": amb / total, "flag": 1 - clean / total, "departs": departs / total, "marginal": marginal / total}
 
 
