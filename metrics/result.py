@@ -89,6 +89,7 @@ def json_text(obj: Any, indent: int | None = None) -> str:
 #: written a block at a time, never as one text (issue 24: the text of a 100,000-task report
 #: is 0.4 GB, and its bytes and str were the run's peak).
 WRITE_BLOCK = 20_000
+_ROW = 200   # values of an entry counted once for the entries of its type after it
 
 
 def write_json(obj: Any, out: BinaryIO, indent: int | None = None) -> None:
@@ -185,9 +186,17 @@ def _write_members(mapping: bool, entries: list[Any], out: BinaryIO, indent: int
         first, weight = False, 0
         block.clear()
 
+    alike: type | None = None
+    alike_w = 0
     for entry in entries:
         value = entry[1] if mapping else entry
-        w = _weight(value, WRITE_BLOCK)
+        # a table's rows (a task's entry, an annotator's) are alike: counting each one's values
+        # cost more than writing them, so a small row's count stands for the next of its type
+        if type(value) is alike and alike_w < _ROW:
+            w = alike_w
+        else:
+            w = _weight(value, WRITE_BLOCK)
+            alike, alike_w = type(value), w
         inner = _members(value) if w >= WRITE_BLOCK else None
         if inner is None:
             block.append(entry)
