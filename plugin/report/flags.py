@@ -411,4 +411,14 @@ def task_flag(items: Mapping[str, "ItemEntry"], controls: Mapping[str, "ControlR
             strong = {top: from_controls[top]}
         for n, rec in strong.items():
             reasons[n] = f"{reasons[n]}; {rec.reason}" if n in reasons else str(rec.reason)
+        if not strong and p_task < _REASON_FROM:
+            # likely, yet no answer against the consensus stands out: the departing answers
+            # are the ones that agree with it (a spammer on the majority's side while a
+            # careful annotator stands alone); the task is flagged all the same, and its
+            # reason names nobody, since those annotators sided with the majority
+            top = max((n for n, rec in items.items() if rec.p_flag is not None and n in controls),
+                      key=lambda n: items[n].p_flag or 0.0)
+            why = (f"a departing answer is likely (posterior {posterior:.2f}), none against the "
+                   "consensus: the consensus itself may be wrong")
+            reasons[top] = f"{reasons[top]}; {why}" if top in reasons else why
     return bool(reasons), {c: reasons[c] for c in items if c in reasons}, posterior
