@@ -27,6 +27,7 @@ import pandas as pd
 from ls_agreement.adapters.adapt import Adapted, adapt
 from ls_agreement.adapters.control import ControlData, fitting_distances, unread_warning
 from ls_agreement.adapters.errors import AdapterError
+from ls_agreement.adapters.gc_pause import gc_paused
 from ls_agreement.adapters.spans import release_tokens, span_units_table
 from ls_agreement.metrics.distances.registry import get_distance
 from ls_agreement.metrics.engine import HISTOGRAM_BINS
@@ -311,7 +312,7 @@ def _measured_control(ctl: ControlData, settings: ReportSettings) -> ControlRepo
     # numpy/shapely warnings (a polygon repaired, an overflow near 1e308) become the
     # control's report warnings instead of raw lines with source code on stderr
     caught: list[str] = []
-    with collect_warnings(caught, "computing"):
+    with collect_warnings(caught, "computing"), gc_paused(collect=True):
         entry = control_report(ctl, settings)
         _seed_measures(ctl, settings, entry)
         release_tokens(ctl)   # span distances and span F1 read one token table

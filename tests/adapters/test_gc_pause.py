@@ -51,3 +51,25 @@ def test_beside_other_threads_the_collector_is_left_alone() -> None:
     finally:
         stop.set()
         other.join()
+
+
+def test_cycles_left_by_the_block_are_collected_when_it_ends() -> None:
+    """Measuring a control may leave reference cycles: ``collect=True`` frees them at the end,
+    while the objects the block made and kept stay."""
+    _alone("""
+        import gc, weakref
+        from ls_agreement.adapters.gc_pause import gc_paused
+
+        class Node:
+            pass
+
+        kept = []
+        with gc_paused(collect=True):
+            a, b = Node(), Node()
+            a.other, b.other = b, a
+            gone = weakref.ref(a)
+            del a, b
+            kept.append(Node())
+            assert gone() is not None       # no pass ran inside the block
+        assert gone() is None and gc.isenabled() and len(kept) == 1
+        """)
