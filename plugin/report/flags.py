@@ -416,7 +416,8 @@ def task_flag(items: Mapping[str, "ItemEntry"], controls: Mapping[str, "ControlR
             # are the ones that agree with it (a spammer on the majority's side while a
             # careful annotator stands alone); the task is flagged all the same, and its
             # reason names nobody, since those annotators sided with the majority
-            top = max((n for n, rec in items.items() if rec.p_flag is not None and n in controls),
+            top = max((n for n, rec in items.items() if rec.p_flag is not None and n in controls
+                       and controls[n].measured),
                       key=lambda n: items[n].p_flag or 0.0)
             why = (f"a departing answer is likely (posterior {posterior:.2f}), none against the "
                    "consensus: the consensus itself may be wrong")
