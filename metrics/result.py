@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import operator
 from typing import Any, BinaryIO, ClassVar
 
 import numpy as np
@@ -118,45 +117,19 @@ def _members(obj: Any, exclude: set[str] | None = None) -> tuple[bool, list[Any]
     return None
 
 
-#: How :func:`_weight` opens a value of each type, found once per type: the walk visits every
-#: value of a report (millions at 100,000 tasks), where ``dataclasses.fields`` and a chain
-#: of ``isinstance`` per value cost more than pydantic's whole serialization.
-_SCALAR, _FIELDS, _MAPPING, _SEQUENCE, _ARRAY = range(5)
-_KINDS: dict[type, tuple[int, Any]] = {}
-
-
-def _kind(t: type) -> tuple[int, Any]:
-    if dataclasses.is_dataclass(t):
-        names = [f.name for f in dataclasses.fields(t)]
-        # attrgetter of one name returns the value, of several a tuple
-        return (_FIELDS, (lambda o, n=names[0]: (getattr(o, n),)) if len(names) == 1
-                else operator.attrgetter(*names) if names else (lambda o: ()))
-    if issubclass(t, dict):
-        return _MAPPING, None
-    if issubclass(t, (list, tuple, set, frozenset)):
-        return _SEQUENCE, None
-    if issubclass(t, (np.ndarray, pd.DataFrame)):
-        return _ARRAY, None
-    return _SCALAR, None
-
-
 def _weight(obj: Any, limit: int) -> int:
     """The JSON values in ``obj``, counted up to about ``limit``."""
-    n, todo, kinds = 0, [obj], _KINDS
+    n, todo = 0, [obj]
     while todo and n < limit:
         o = todo.pop()
         n += 1
-        t = type(o)
-        kind, get = kinds.get(t) or kinds.setdefault(t, _kind(t))
-        if kind == _SCALAR:
-            continue
-        if kind == _FIELDS:
-            todo.extend(get(o))
-        elif kind == _MAPPING:
+        if dataclasses.is_dataclass(o) and not isinstance(o, type):
+            todo.extend(getattr(o, f.name) for f in dataclasses.fields(o))
+        elif isinstance(o, dict):
             todo.extend(o.values())
-        elif kind == _SEQUENCE:
+        elif isinstance(o, (list, tuple, set, frozenset)):
             todo.extend(o)
-        else:
+        elif isinstance(o, (np.ndarray, pd.DataFrame)):
             n += int(o.size)
     return n
 
