@@ -84,13 +84,15 @@ class FaultProxy:
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 conn.close()
+                # logged before the body goes out: the client may act on the answer (and a
+                # test read ``seen``) before this thread runs again after the write
+                if outcome == "ok":
+                    with proxy.lock:
+                        proxy.seen.append((self.command, self.path, outcome))
                 try:
                     self.wfile.write(data)
                 except (BrokenPipeError, ConnectionResetError):
                     return              # the client gave up (timed out) meanwhile
-                if outcome == "ok":
-                    with proxy.lock:
-                        proxy.seen.append((self.command, self.path, outcome))
 
             do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _any
 
