@@ -283,7 +283,7 @@ class KappaX:
     error: str | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class SpanF1Scores:
     observed: float | None = None
     chance: float | None = None
@@ -309,14 +309,14 @@ class SpanF1Section:
     warnings: list[str] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(slots=True)
 class CrowdTruthWorker:
     wqs: float | None = None
     wua: float | None = None
     wwa: float | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class CrowdTruthUnit:
     uqs: float | None = None
 
@@ -385,7 +385,8 @@ class DistanceFit:
 AnnotatorFit = Union[LabelFit, DistanceFit]
 
 
-@dataclass
+# slots: one per task and control, the bulk of a large report (docs/design.md)
+@dataclass(slots=True)
 class ItemEntry:
     """One task of one control; ``flag``: this control flags the task (``plugin/report/
     flags.py``). The annotator model's reading of it: ``p_flag`` (posterior that it holds a
@@ -500,7 +501,7 @@ class ControlReport:
         return None if worker is None else worker.wqs
 
 
-@dataclass
+@dataclass(slots=True)
 class TaskEntry:
     """A task across controls: flagged when any measured control flags it (``reasons``: why,
     per flagging control); its σ and α are the minimum over the measured controls where it
