@@ -19,6 +19,10 @@ stand in for it and are printed as extrapolated. ``--workers N`` runs the report
 many workers instead of its default; a report the kernel kills (out of memory) is printed
 as killed, and the benchmark goes on.
 
+``--serve`` also measures what ``serve`` holds for the project between events: its mirror
+(tasks held packed, filled task by task as a full read fills it) and the baseline made from
+it, in one child process (``serve_child``).
+
 ``--compare PYTHONPATH`` also runs the report of another checkout (a directory holding an
 ``ls_agreement`` package, e.g. a copy of the tree before a change) on the same export and
 prints how far the two reports' numbers are apart (point estimates; intervals; per-task σ).
@@ -194,6 +198,61 @@ def compare(a_path: Path, b_path: Path) -> None:
     print(f"    flagged tasks: {len(flags_a):,} vs {len(flags_b):,}, differing {len(flags_a ^ flags_b):,}")
 
 
+def serve_child(export: str, config: str, out: str) -> None:
+    """In a child process (``--serve``): what ``serve`` holds for a project between events
+    and what its baseline costs. The mirror is filled from the export read task by task, as
+    a full read spools Label Studio's export to a file and reads it back
+    (``Connection.stream_tasks``), then the baseline is made from the mirror
+    (``make_baseline``, as a full read or a background baseline makes it); the figures go to
+    ``out`` as JSON."""
+    import gc
+    import resource
+
+    from ls_agreement.adapters.export_stream import iter_export
+    from ls_agreement.plugin.live.baseline import make_baseline
+    from ls_agreement.plugin.live.mirror import MirrorTask, ProjectMirror
+    from ls_agreement.plugin.settings import ReportSettings
+
+    def rss() -> float:
+        with open("/proc/self/status") as fh:
+            return next(int(line.split()[1]) * 1024.0 for line in fh if line.startswith("VmRSS:"))
+
+    start = rss()
+    t0 = time.perf_counter()
+    mirror = ProjectMirror()
+    for task in iter_export(export):
+        mirror.put_task(MirrorTask.of(task))
+    gc.collect()
+    t1 = time.perf_counter()
+    held = rss() - start
+    fill_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024.0
+    base = make_baseline(Path(config).read_text(encoding="utf-8"), mirror, ReportSettings())
+    t2 = time.perf_counter()
+    gc.collect()
+    Path(out).write_text(json.dumps({
+        "tasks": len(mirror), "packed": mirror.packed_bytes(), "mirror_rss": held, "fill_s": t1 - t0,
+        "fill_peak": fill_peak, "baseline_s": t2 - t1, "with_baseline_rss": rss() - start,
+        "flagged": sum(1 for t in base.report.tasks.values() if t.flag)}))
+
+
+def _serve(export: Path, config: Path) -> None:
+    fd, name = tempfile.mkstemp(suffix=".json")
+    os.close(fd)
+    try:
+        run = _run([sys.executable, "-c", "import sys; from benchmarks.bench_memory import serve_child; "
+                    "serve_child(*sys.argv[1:])", str(export), str(config), name])
+        if run["killed"]:
+            return
+        f = json.loads(Path(name).read_text())
+    finally:
+        os.unlink(name)
+    gb = 2 ** 30
+    print(f"  serve: mirror of {f['tasks']:,} tasks holds {f['mirror_rss'] / gb:.2f} GB "
+          f"({f['packed'] / gb:.2f} GB packed), filled in {f['fill_s']:.1f} s (peak {f['fill_peak'] / gb:.2f} GB); "
+          f"baseline made in {f['baseline_s']:.1f} s; mirror and baseline held {f['with_baseline_rss'] / gb:.2f} GB; "
+          f"the process: {_fmt(run)}", flush=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m benchmarks memory")
     ap.add_argument("--tasks", default="10000,100000", help="comma-separated export sizes")
@@ -204,6 +263,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--one-process", action="store_true",
                     help="also run the report with --workers 1 (every control in the one process) and check "
                          "that it writes the same bytes")
+    ap.add_argument("--serve", action="store_true",
+                    help="also what `serve` holds for the project (its mirror, filled as a full read fills it) "
+                         "and what its baseline costs, in one process")
     ap.add_argument("--workers", type=int, metavar="N",
                     help="run the report with --workers N instead of its default (--workers 1 is what fits "
                          "a 1,000,000-task export on a machine of 24 GB)")
@@ -255,6 +317,8 @@ def main(argv: list[str] | None = None) -> None:
             same = one.read_bytes() == out.read_bytes()
             print(f"  ... --workers 1     {_fmt(single)}  (report {'byte-identical' if same else 'DIFFERENT'})",
                   flush=True)
+        if args.serve:
+            _serve(export, config)
         if args.compare:
             other = args.dir / f"report-{n}-compare.json"
             env = dict(os.environ, PYTHONPATH=args.compare)

@@ -15,15 +15,21 @@ from __future__ import annotations
 import base64
 import json
 import math
+import os
 import random
 import re
+import tempfile
 import threading
 import time
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Sequence, TypeVar
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
 
 import httpx
+
+from ls_agreement.adapters.errors import AdapterError
+from ls_agreement.adapters.export_stream import iter_export
 
 from .errors import (AuthError, BadInput, IncompatibleSDK, LabelStudioError, NotFound, RequestRejected,
                      ServerUnavailable)
@@ -136,6 +142,46 @@ def check_sdk() -> None:
     if not parts or parts < floor:
         raise IncompatibleSDK(f"label-studio-sdk {found} is installed; ls-agreement needs "
                               f"label-studio-sdk>={SDK_FLOOR} (pip install 'label-studio-sdk>={SDK_FLOOR}')")
+
+
+def _check_whole(path: Path) -> None:
+    """A JSON export whose body was cut short (Label Studio has answered an export with 0
+    bytes while its tasks were being written) is a transport failure, read again: its
+    first and last characters must be those of a list."""
+    size = path.stat().st_size
+    with path.open("rb") as fh:
+        head = fh.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n")
+        fh.seek(max(0, size - 4096))
+        tail = fh.read().rstrip(b" \t\r\n")
+    if not head.startswith(b"[") or not tail.endswith(b"]"):
+        raise ConnectionError(f"the export's body is not a whole JSON list ({size} bytes)")
+
+
+class ExportFile:
+    """A project's export on disk, read back task by task (:meth:`Connection.stream_tasks`);
+    a context manager that removes the file at its end."""
+
+    def __init__(self, path: Path, what: str) -> None:
+        self.path, self.what = path, what
+
+    def __enter__(self) -> "ExportFile":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        try:
+            for task in iter_export(self.path):
+                if not isinstance(task, dict):
+                    raise ValueError(f"a task that is not an object: {type(task).__name__}")
+                yield task
+        except (AdapterError, ValueError) as exc:
+            # what the server sent, not the user's input: the read is retried as a whole
+            raise ServerUnavailable(f"{self.what} could not be read: {exc}") from None
 
 
 class Connection:
@@ -295,6 +341,26 @@ class Connection:
                 else f"re-reading {len(ids)} tasks of project {project_id}")
         return self.call(what, "GET", go, not_found=f"project {project_id} does not exist "
                          f"on {self.url} (or this token cannot see it)")
+
+    def stream_tasks(self, project_id: int) -> "ExportFile":
+        """All tasks of a project through the JSON export, spooled to a temporary file and
+        read back one task at a time: ``with conn.stream_tasks(p) as tasks: for t in tasks``.
+        A full read then holds one task parsed, never the whole project (issue 24: a served
+        100,000-task project); the file goes when the ``with`` ends."""
+        def go() -> ExportFile:
+            fd, name = tempfile.mkstemp(prefix=f"ls-agreement-export-{project_id}-", suffix=".json")
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    for chunk in self.sdk.projects.exports.download_sync(
+                            project_id, export_type="JSON", download_all_tasks=True):
+                        fh.write(chunk)
+                _check_whole(Path(name))
+            except BaseException:
+                os.unlink(name)
+                raise
+            return ExportFile(Path(name), f"the export of project {project_id} from {self.url}")
+        return self.call(f"exporting project {project_id}", "GET", go,
+                         not_found=f"project {project_id} does not exist on {self.url} (or this token cannot see it)")
 
     def list_tasks(self, project_id: int, page_size: int = 100) -> list[dict[str, Any]]:
         """All tasks through the paginated task list (each page retried on its own)."""

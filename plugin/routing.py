@@ -78,6 +78,13 @@ def record_of(task: Mapping[str, Any]) -> dict[str, Any] | None:
     return None
 
 
+def routing_view(task: Mapping[str, Any]) -> dict[str, Any]:
+    """What routing reads of an exported task, its id and its routing record: kept from a
+    full read that does not keep the tasks (plugin/live/project.py)."""
+    rec = record_of(task)
+    return {"id": int(task["id"]), "meta": {ROUTING_KEY: rec} if rec is not None else {}}
+
+
 def is_flagged(report: Report, task_id: int) -> bool:
     """Whether the report flags the task (report ``tasks[id].flag``)."""
     entry = report.tasks.get(str(int(task_id)))

@@ -98,14 +98,15 @@ def make_baseline(config_xml: str, mirror: ProjectMirror, settings: ReportSettin
     AdapterError, ValueError
         What :func:`~ls_agreement.plugin.report.build.build_report` raises.
     """
-    tasks = mirror.export()
-    report = build_report(config_xml, tasks, settings, annotator_names=annotator_names)
+    # read task by task from the packed mirror, never all of it parsed at once
+    report = build_report(config_xml, mirror.iter_tasks(), settings, annotator_names=annotator_names)
     config = parse_config(config_xml, strict=settings.strict)
     ordinal = [n for n, c in report.controls.items()
                if c.distance is not None and get_distance(c.distance).level == "ordinal"]
     tables: dict[str, pd.DataFrame] = {}
     if ordinal:   # the only distance that reads the project's value counts
-        adapted = adapt(config, tasks, strict=settings.strict, include_predictions=settings.include_predictions)
+        adapted = adapt(config, mirror.iter_tasks(), strict=settings.strict,
+                        include_predictions=settings.include_predictions)
         tables = {n: adapted.controls[n].table for n in ordinal}
     controls = {}
     for name, ctl in report.controls.items():

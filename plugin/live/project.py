@@ -40,7 +40,7 @@ from ..report.model import Report
 from ..settings import PluginSettings
 from ..state import SyncState, project_key
 from ..sync import annotator_emails, name_annotators, project_summary
-from ..routing import route_flagged
+from ..routing import route_flagged, routing_view
 from ..views import ensure_views
 from .baseline import ProjectBaseline, apply_scores, make_baseline, score_tasks
 from .events import Applied, apply_event
@@ -223,12 +223,22 @@ class LiveProject:
         touched = touched or set()
         t0 = time.perf_counter()
         project = self.conn.get_project(self.project_id)
-        tasks = self.conn.export_tasks(self.project_id)
-        t1 = time.perf_counter()
         include = self.settings.report.include_predictions
+        fresh = ProjectMirror(include)
+        current: dict[int, Desired | None] = {}
+        routing: list[dict[str, Any]] = []
+        with self.conn.stream_tasks(self.project_id) as stream:
+            # one task parsed at a time: the read keeps each task packed in the new mirror,
+            # what we last wrote on it and its routing record, never the project parsed
+            for t in stream:
+                task = MirrorTask.of(t)
+                fresh.put_task(task)
+                current[task.id] = current_of(t)
+                routing.append(routing_view(t))
+        t1 = time.perf_counter()
         lost, diff = 0, None
         if self.mirror is not None and project.get("label_config") == self.config_xml:
-            diff = self.mirror.diff(tasks)
+            diff = self.mirror.diff_with(fresh)
             # a task an event of this job announced (one whose payload needed a GET) is no loss
             missed = diff.tasks - touched
             lost = len(missed)
@@ -241,11 +251,10 @@ class LiveProject:
         if not self.config_xml.strip():
             raise BadInput(f"project {self.project_id} has no labeling config")
         first = self.base is None or diff is None
-        self.mirror = ProjectMirror(include)
-        self.mirror.fill(tasks)
+        self.mirror = fresh
         self.users = self.conn.users()
         self.names = {str(i): e for i, e in self.users.items() if e}
-        self.pushed = {int(t["id"]): current_of(t) for t in tasks}
+        self.pushed = current
         if first:
             self._next, self._after = None, None   # made of another config (or none): stale
         else:
@@ -284,7 +293,7 @@ class LiveProject:
             ensure_views(self.conn, self.project_id, annotator_emails(self.base.report, self.users),
                          controls=list(self.base.report.controls))
         # the read has every task's meta: routing records are found without a request
-        route_flagged(self.conn, self.project_id, self.base.report, self.settings, tasks=tasks)
+        route_flagged(self.conn, self.project_id, self.base.report, self.settings, tasks=routing)
         self._ours = None                          # what a full read finds on the server
         self._consensus(set(self.mirror.tasks))
         self._files(force=True)
@@ -295,14 +304,11 @@ class LiveProject:
     def _start_baseline(self, reason: str) -> None:
         """Make a new baseline from a snapshot of the mirror in the background."""
         assert self.mirror is not None
-        snapshot = self.mirror.export()    # events replace, never mutate, what it refers to
-        include = self.mirror.include_predictions
+        snapshot = self.mirror.copy()    # shares the packed tasks, which events replace, never mutate
         config = self.config_xml
 
         def make() -> ProjectBaseline:
-            mirror = ProjectMirror(include)
-            mirror.fill(snapshot)
-            base = self._baseline(reason, mirror, config)
+            base = self._baseline(reason, snapshot, config)
             if self.on_baseline is not None:
                 self.on_baseline(base)
             return base

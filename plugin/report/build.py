@@ -320,7 +320,7 @@ def _measured_control(ctl: ControlData, settings: ReportSettings) -> ControlRepo
     return entry
 
 
-def build_report(config_xml: str, tasks: list[dict], settings: ReportSettings | None = None,
+def build_report(config_xml: str, tasks: Iterable[dict], settings: ReportSettings | None = None,
                  *, only_items: Iterable | None = None, annotator_names: Mapping[str, str] | None = None,
                  workers: int = 1) -> Report:
     """Agreement report of a Label Studio project (contract in docs/report.md, README).
@@ -329,8 +329,9 @@ def build_report(config_xml: str, tasks: list[dict], settings: ReportSettings | 
     ----------
     config_xml : str
         Labeling config.
-    tasks : list of dict
-        Tasks of a JSON/snapshot export or the API.
+    tasks : iterable of dict
+        Tasks of a JSON/snapshot export or the API; read once, in order (a stream such as
+        ``adapters.export_stream.iter_export`` or a mirror's ``iter_tasks`` is never listed).
     settings : ReportSettings, optional
     only_items : iterable of task ids, optional
         Restrict the per-task output (``controls.*.items`` and ``tasks``) to these tasks.

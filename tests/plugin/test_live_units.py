@@ -206,3 +206,50 @@ def test_build_report_and_baseline_agree_on_demo_size() -> None:
     base = make_baseline(DEMO_CONFIG, mirror, ReportSettings(bootstrap=0))
     assert to_jsonable(base.report.controls) == to_jsonable(report.controls)
     assert set(base.controls) == {n for n, c in report.controls.items() if c.distance}
+
+
+def test_packed_mirror_reads_back_what_it_was_given_and_snapshots_stay_put() -> None:
+    """The mirror holds tasks packed: reading them back gives the export's tasks (normalised
+    annotations), smaller than their parsed objects; a copy (a background baseline's
+    snapshot) keeps what it saw while events change the original."""
+    import sys
+
+    from ls_agreement.plugin.pushback import fingerprint
+
+    tasks = demo_tasks(40, seed=3)
+    mirror = ProjectMirror()
+    mirror.fill(tasks)
+    back = mirror.export()
+    assert [t["id"] for t in back] == sorted(t["id"] for t in tasks)
+    by_id = {t["id"]: t for t in tasks}
+    for t in back:
+        src = by_id[t["id"]]
+        assert t["data"] == src["data"]
+        assert [a["result"] for a in t["annotations"]] == [a["result"] for a in sorted(src["annotations"],
+                                                                                        key=lambda a: a["id"])]
+        assert mirror.tasks[t["id"]].fingerprint() == fingerprint(src)
+    assert list(mirror.iter_tasks()) == back
+
+    def parsed_size(o: Any, seen: set[int]) -> int:          # the objects json.load would hold
+        if id(o) in seen:
+            return 0
+        seen.add(id(o))
+        n = sys.getsizeof(o)
+        if isinstance(o, dict):
+            n += sum(parsed_size(k, seen) + parsed_size(v, seen) for k, v in o.items())
+        elif isinstance(o, list):
+            n += sum(parsed_size(v, seen) for v in o)
+        return n
+
+    assert mirror.packed_bytes() < 0.5 * parsed_size(back, set())
+
+    snap = mirror.copy()
+    first = min(mirror.tasks)
+    before = snap.tasks[first].as_task()
+    ann = dict(before["annotations"][0], result=[])
+    apply_event(mirror, {"action": "ANNOTATION_UPDATED", "annotation": {**ann, "task": first},
+                         "task": {"id": first, "data": {**before["data"], "text": "changed"}}})
+    assert mirror.tasks[first].as_task()["annotations"][0]["result"] == []
+    assert mirror.tasks[first].data["text"] == "changed"
+    assert snap.tasks[first].as_task() == before                      # the snapshot did not move
+    assert snap.export() == back

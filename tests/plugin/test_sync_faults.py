@@ -32,7 +32,7 @@ FAST = dict(attempts=3, backoff=0.05, timeout=5.0)
 
 class FaultProxy:
     """Forwards every request to ``upstream``; ``rule(method, path)`` may answer 502
-    (return ``"502"``), sleep past the client's timeout (return a delay in seconds) or
+    (return ``"502"``), answer 200 with an empty body (``"empty"``), sleep past the client's timeout (return a delay in seconds) or
     pass (None). Counts requests by method."""
 
     def __init__(self, upstream: str) -> None:
@@ -62,6 +62,15 @@ class FaultProxy:
                     self.send_header("Content-Length", str(len(payload)))
                     self.end_headers()
                     self.wfile.write(payload)
+                    with proxy.lock:
+                        proxy.seen.append((self.command, self.path, outcome))
+                    return
+                if action == "empty":       # 200 with no body: an export Label Studio cut short
+                    outcome = "empty"
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
                     with proxy.lock:
                         proxy.seen.append((self.command, self.path, outcome))
                     return
@@ -267,3 +276,30 @@ def test_server_killed_mid_sync_then_resumed(tmp_path: Path) -> None:
             assert len(st.task_rows(key)) == 12
     finally:
         server.stop()
+
+
+def test_streamed_export_reads_what_the_export_holds_and_retries_a_cut_body(
+        proxy: FaultProxy, ls_server: LocalLabelStudio, project: int) -> None:
+    """The live path's full read (Connection.stream_tasks) spools the export to a file and
+    reads it back task by task: the same tasks as the in-memory export; an export answered
+    with an empty body is read again; the file is gone once the read ends."""
+    from ls_agreement.plugin.client import Connection, RetryPolicy
+
+    direct = Connection(ls_server.url, ls_server.token).export_tasks(project)
+    cut = {"n": 0}
+
+    def rule(method: str, path: str) -> Any:
+        if "export" in path and cut["n"] == 0:
+            cut["n"] += 1
+            return "empty"
+        return None
+
+    proxy.rule = rule
+    conn = Connection(proxy.url, ls_server.token, timeout=10.0, retry=RetryPolicy(attempts=3, base=0.05))
+    with conn.stream_tasks(project) as stream:
+        streamed = list(stream)
+        path = stream.path
+        assert path.exists()
+    assert not path.exists()
+    assert streamed == direct and len(streamed) == 8
+    assert [o for _, p, o in proxy.seen if "export" in p] == ["empty", "ok"]
