@@ -63,13 +63,14 @@ def sentiment_edit(mirror: Any, tid: int, k: int, rng: random.Random) -> dict[st
     """The ANNOTATION_UPDATED payload of the ``k``-th edit: one annotation of task ``tid``
     in ``mirror`` with another sentiment (the demo's choice control), timestamped after
     the mirror's annotations."""
-    task = mirror.tasks[tid]
-    ann = dict(task.annotations[rng.choice(sorted(task.annotations))])
+    task = mirror.tasks[tid].as_task()
+    anns = {a["id"]: a for a in task["annotations"]}
+    ann = dict(anns[rng.choice(sorted(anns))])
     ann["result"] = [r if r["from_name"] != "sentiment" else
                      {**r, "value": {"choices": [rng.choice(["Positive", "Neutral", "Negative"])]}}
                      for r in ann["result"]]
     ann["updated_at"] = f"2026-02-01T00:00:{k:02d}Z"
-    return {"action": "ANNOTATION_UPDATED", "annotation": {**ann, "task": tid}, "task": {"id": tid, "data": task.data}}
+    return {"action": "ANNOTATION_UPDATED", "annotation": {**ann, "task": tid}, "task": {"id": tid, "data": task["data"]}}
 
 
 def bench_mirror(n: int, bootstrap: int) -> None:

@@ -32,6 +32,7 @@ from ..report.model import BaselineInfo, ControlReport, ItemEntry, Report
 from ..report.rollup import project_tasks
 from ..settings import ReportSettings
 from .mirror import ProjectMirror
+from .heap import release_freed_memory
 
 __all__ = ["ProjectBaseline", "make_baseline", "score_tasks", "apply_scores", "TaskScores"]
 
@@ -93,11 +94,22 @@ def make_baseline(config_xml: str, mirror: ProjectMirror, settings: ReportSettin
                   reason: str = "", annotator_names: Mapping[str, str] | None = None) -> ProjectBaseline:
     """Build the report of the whole mirror and freeze its project-level quantities.
 
+    What building it freed is handed back to the operating system (:mod:`.heap`): the
+    service runs on beside Label Studio.
+
     Raises
     ------
     AdapterError, ValueError
         What :func:`~ls_agreement.plugin.report.build.build_report` raises.
     """
+    try:
+        return _baseline_of(config_xml, mirror, settings, reason, annotator_names)
+    finally:
+        release_freed_memory()
+
+
+def _baseline_of(config_xml: str, mirror: ProjectMirror, settings: ReportSettings, reason: str,
+                 annotator_names: Mapping[str, str] | None) -> ProjectBaseline:
     # read task by task from the packed mirror, never all of it parsed at once
     report = build_report(config_xml, mirror.iter_tasks(), settings, annotator_names=annotator_names)
     config = parse_config(config_xml, strict=settings.strict)
