@@ -66,29 +66,27 @@ def _tree(pid: int) -> list[int]:
     return out
 
 
-def _pss(pid: int) -> int:
-    """Proportional set size of one process in bytes (its shared pages split among their
-    users: a forked worker's pages still shared with its parent count once over the tree)."""
+def _proc_bytes(path: str, key: str) -> int:
+    """The ``key:`` line of a /proc file given in kB, in bytes; 0 if unreadable."""
     try:
-        with open(f"/proc/{pid}/smaps_rollup") as fh:
+        with open(path) as fh:
             for line in fh:
-                if line.startswith("Pss:"):
+                if line.startswith(key + ":"):
                     return int(line.split()[1]) * 1024
     except OSError:
         pass
     return 0
+
+
+def _pss(pid: int) -> int:
+    """Proportional set size of one process in bytes (its shared pages split among their
+    users: a forked worker's pages still shared with its parent count once over the tree)."""
+    return _proc_bytes(f"/proc/{pid}/smaps_rollup", "Pss")
 
 
 def _available() -> int:
     """Bytes the kernel says can be allocated without swapping (``MemAvailable``); 0 if unknown."""
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
+    return _proc_bytes("/proc/meminfo", "MemAvailable")
 
 
 class _TreeMemory(threading.Thread):
@@ -214,8 +212,7 @@ def serve_child(export: str, config: str, out: str) -> None:
     from ls_agreement.plugin.settings import ReportSettings
 
     def rss() -> float:
-        with open("/proc/self/status") as fh:
-            return next(int(line.split()[1]) * 1024.0 for line in fh if line.startswith("VmRSS:"))
+        return float(_proc_bytes("/proc/self/status", "VmRSS"))
 
     start = rss()
     t0 = time.perf_counter()
