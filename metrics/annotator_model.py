@@ -9,11 +9,13 @@ ambiguous-task component of our own):
 
 * a task is *ordinary* with probability ``1 − ρ``: one true class ``z ~ π``; or
   *ambiguous* with probability ``ρ``: two defensible classes ``{z, z'} ~ ψ``;
+* on an ambiguous task each answer reads one of the two classes: with probability ``λ``
+  the task splits its annotators evenly between them (:mod:`.even_split`), else each
+  answer tosses a coin;
 * each answer of annotator ``a`` is *sound* with probability ``θ_a``: its label is drawn
-  from the row ``C[z]`` of the sound confusion matrix (on an ambiguous task from the mean
-  of the rows of its two classes: careful annotators split); else it *departs*: its label
-  is drawn from the annotator's own ``ξ_a``, whatever the task (a spammer's constant label,
-  a random click).
+  from the row of the sound confusion matrix ``C`` of its class (its reading); else it
+  *departs*: its label is drawn from the annotator's own ``ξ_a``, whatever the task (a
+  spammer's constant label, a random click).
 
 ``C`` is shared by the annotators: it is what careful work looks like on this control
 (the slips between neighbouring ratings, the confusable classes), so one annotator's
@@ -41,6 +43,7 @@ from typing import Any, Hashable, Literal, Sequence
 import numpy as np
 import pandas as pd
 
+from .even_split import Layout, even_split, layout
 from .sound_share import CAREFUL, DEPARTS_AT, sound_profile
 
 #: How a careful answer's slips spread over the other classes (C's off-diagonal).
@@ -59,10 +62,13 @@ AMBIGUOUS_PER_PARAMETER = 0.5
 _PAIR_PSEUDO = 10.0              # Dirichlet pseudo-count of each class pair of an ambiguous task (ψ)
 _CONFUSION_DIAG, _CONFUSION_OFF = 2.0, 0.5   # Dirichlet pseudo-counts of C's rows
 _OWN_WEIGHT = 10.0               # answers behind the shrinkage of an annotator's accuracy towards C's
+_EVEN_START = 0.5                # λ of every start: ambiguous tasks split evenly or by coins alike
+_EVEN_PRIOR = (2.0, 2.0)         # Beta prior of λ: kept off 0 and 1 while few tasks are ambiguous
 _DEPARTING_PSEUDO = 1.0          # Dirichlet pseudo-count (total) of ξ_a, spread as the labels are
 _THETA_START = 0.99              # the most a start gives θ: slips go to C first
 _AMBIGUITY_STARTS = (0.01, 0.2)  # ρ of EM's two starts
 _AMBIGUITY_ITER = 60             # EM steps of an ambiguity start at most
+_HOPELESS_AFTER = 5              # EM steps before an ambiguity start may be given up (see _em)
 _MAX_ITER = 300
 _TOL = 1e-7                      # relative change of the log posterior that stops EM
 
@@ -93,6 +99,9 @@ class LabelModel:
         ξ: the labels of each annotator's departing answers.
     ambiguity : float
         ρ: share of ambiguous tasks.
+    even_share : float
+        λ: share of the ambiguous tasks whose careful annotators split evenly between the
+        two classes (the rest each toss a coin for their reading).
     pair_a, pair_b : ndarray of int, shape (P,)
         The class pairs ``{z, z'}`` of an ambiguous task (``pair_a < pair_b``).
     pairs : ndarray, shape (P,)
@@ -118,6 +127,7 @@ class LabelModel:
     n_answers: np.ndarray
     n_iter: int = 0
     log_posterior: float = float("nan")
+    even_share: float = _EVEN_START
 
     @property
     def own_confusion(self) -> np.ndarray:
@@ -194,11 +204,12 @@ class LabelReading:
 
 
 # ---------------------------------------------------------------------------------------
-# The likelihood of every answer under every task state. An answer's factor depends only
-# on its annotator a, its label y and the state, so it is looked up in a table with one row
-# per (a, y) (row a·K + y) and one column per state: the K ordinary classes, then the P
-# ambiguous pairs. EM's expected counts are sums of task posteriors over the answers of
-# each row: one gather, one segment sum per task and one bincount per iteration.
+# The likelihood of every answer under every task state. On an ordinary task an answer's
+# factor depends only on its annotator a, its label y and the class, so it is looked up in
+# a table with one row per (a, y) (row a·K + y) and one column per class; the 2P ambiguous
+# states (each pair split evenly, then each pair by coins) are built from the same table.
+# EM's expected counts are sums of task posteriors over the answers of each row: one
+# gather, one segment sum per task and a few bincounts per iteration.
 # ---------------------------------------------------------------------------------------
 
 @dataclass
@@ -214,6 +225,7 @@ class _Coded:
     starts: np.ndarray
     order: np.ndarray
     items: np.ndarray
+    groups: Layout | None = None     # the tasks by number of answers, made at the first even split
 
 
 def _code(item: Sequence[Hashable] | np.ndarray, label: np.ndarray, annotator: np.ndarray, k: int) -> _Coded:
@@ -233,36 +245,79 @@ def _pair_index(k: int) -> tuple[np.ndarray, np.ndarray]:
 
 @dataclass
 class _Tables:
-    """Per row (a, y) and state: ``sound`` (A·K, K + P) = θ_a × P(y | state, sound),
-    ``dep`` (A·K,) = (1 − θ_a) ξ_a[y] (the same under every state), ``log`` (A·K, K + P) =
-    log(sound + dep)."""
+    """Per row (a, y): ``sound`` (A·K, K) = θ_a C_a[z, y] for each class z, ``dep`` (A·K,)
+    = (1 − θ_a) ξ_a[y] (the same whatever the task), ``log`` (A·K, K) = log(sound + dep):
+    an answer's factor on an ordinary task of class z."""
 
     sound: np.ndarray
     dep: np.ndarray
     log: np.ndarray
 
 
-def _tables(theta: np.ndarray, xi: np.ndarray, own: np.ndarray, pa: np.ndarray, pb: np.ndarray) -> _Tables:
+def _tables(theta: np.ndarray, xi: np.ndarray, own: np.ndarray) -> _Tables:
     """theta (A,), xi (A, K), own (A, K, K): each annotator's sound confusion."""
     n_ann, k = xi.shape
-    by_label = own.transpose(0, 2, 1)                                   # (A, y, z)
-    by_label = np.concatenate([by_label, 0.5 * (by_label[:, :, pa] + by_label[:, :, pb])], axis=2)
-    sound = (theta[:, None, None] * by_label).reshape(n_ann * k, -1)
+    sound = (theta[:, None, None] * own.transpose(0, 2, 1)).reshape(n_ann * k, k)      # (A·K, z)
     dep = ((1.0 - theta)[:, None] * xi).reshape(-1)
     return _Tables(sound=sound, dep=dep, log=np.log(sound + dep[:, None]))
 
 
-def _state_log_prior(prior: np.ndarray, rho: float, psi: np.ndarray) -> np.ndarray:
-    """log P(state), shape (K + P,)."""
+def _state_log_prior(prior: np.ndarray, rho: float, psi: np.ndarray, even: float) -> np.ndarray:
+    """log P(state), shape (K + 2P,): the classes, each pair split evenly, each pair by coins."""
+    amb = math.log(max(rho, 1e-300)) + np.log(np.maximum(psi, 1e-300))
     return np.r_[math.log(max(1.0 - rho, 1e-300)) + np.log(prior),
-                 math.log(max(rho, 1e-300)) + np.log(np.maximum(psi, 1e-300))]
+                 amb + math.log(max(even, 1e-300)), amb + math.log(max(1.0 - even, 1e-300))]
 
 
-def _posteriors(c: _Coded, tab: _Tables, log_prior: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+@dataclass
+class _Joint:
+    """``log`` (T, K + 2P): log P(a task's answers | state), the ambiguous states being
+    each pair split evenly (:mod:`.even_split`), then each pair split by coins;
+    ``pull`` (N, 2P): per answer and ambiguous state, the probability that it reads the
+    pair's first class given the task's other answers (½ under coins); ``first``,
+    ``second`` (N, 2P): its factor if it reads the first class, the second."""
+
+    log: np.ndarray
+    pull: np.ndarray
+    first: np.ndarray
+    second: np.ndarray
+
+    def factor(self) -> np.ndarray:
+        """Per answer and ambiguous state, shape (N, 2P): ``g a + (1 − g) b`` = P(its label
+        | the task's other answers, the state), with ``g`` the others' pull."""
+        return np.concatenate([self.pull * self.first + (1.0 - self.pull) * self.second,
+                               0.5 * (self.first + self.second)], axis=1)
+
+    def readings(self, amb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``amb`` (N, 2P), a weight per answer and ambiguous state, split by the answer's
+        reading: the weights of reading each pair's first class and its second, (N, P) each."""
+        p = self.pull.shape[1]
+        even, coins = amb[:, :p], 0.5 * amb[:, p:]
+        return even * self.pull + coins, even * (1.0 - self.pull) + coins
+
+
+def _joint(c: _Coded, tab: _Tables, pa: np.ndarray, pb: np.ndarray) -> _Joint:
+    """Every task's log likelihood under every state (answers sorted by task)."""
+    ordinary = np.add.reduceat(tab.log[c.row], c.starts, axis=0) if c.row.size else np.zeros((0, tab.log.shape[1]))
+    if not pa.size or not c.row.size:
+        empty = np.zeros((c.row.size, 0))
+        return _Joint(log=ordinary, pull=empty, first=empty, second=empty)
+    # per row (a, y) first, then per answer: one gather each
+    row_first, row_second = tab.sound[:, pa] + tab.dep[:, None], tab.sound[:, pb] + tab.dep[:, None]   # (A·K, P)
+    first, second = row_first[c.row], row_second[c.row]                                    # (N, P)
+    if c.groups is None:
+        c.groups = layout(c.starts, c.row.size)
+    even = even_split(c.starts, first, second, c.groups)
+    coins = np.add.reduceat(np.log(0.5 * (row_first + row_second))[c.row], c.starts, axis=0)
+    return _Joint(log=np.concatenate([ordinary, even.log_total, coins], axis=1), pull=even.pull,
+                  first=first, second=second)
+
+
+def _posteriors(joint: _Joint, log_prior: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each task's state posterior (T, K + P) and log evidence (T,)."""
-    joint = np.add.reduceat(tab.log[c.row], c.starts, axis=0) + log_prior
-    top = joint.max(axis=1, keepdims=True)
-    post = np.exp(joint - top)
+    full = joint.log + log_prior
+    top = full.max(axis=1, keepdims=True)
+    post = np.exp(full - top)
     total = post.sum(axis=1, keepdims=True)
     post /= total
     return post, (top + np.log(total))[:, 0]
@@ -284,6 +339,7 @@ class _Params:
     xi: np.ndarray
     rho: float
     psi: np.ndarray
+    even: float
 
 
 @dataclass
@@ -301,20 +357,37 @@ class _Problem:
     slips: Slips = "patterned"
 
     @property
-    def n_states(self) -> int:
-        return self.k + self.pa.size
+    def pairs(self) -> tuple[np.ndarray, np.ndarray]:
+        """The class pairs of the ambiguous states: none when the model has none."""
+        return (self.pa, self.pb) if self.ambiguity else (self.pa[:0], self.pb[:0])
 
 
-def _read(p: _Params, pb: _Problem, shared: bool = False) -> tuple[_Tables, np.ndarray, np.ndarray]:
+@dataclass
+class _Reading:
+    """One E step: the tables, each state's likelihood of every task, the posteriors
+    (T, K + P) and each task's log evidence (T,)."""
+
+    tab: _Tables
+    joint: _Joint
+    post: np.ndarray
+    norm: np.ndarray
+
+
+def _read(p: _Params, pb: _Problem, shared: bool = False) -> _Reading:
     """Tables and task posteriors; ``shared``: every annotator's sound answers read with C."""
     own = np.broadcast_to(p.conf, p.own.shape) if shared else p.own
-    tab = _tables(p.theta, p.xi, own, pb.pa, pb.pb)
-    return (tab, *_posteriors(pb.c, tab, _state_log_prior(p.prior, p.rho, p.psi)))
+    tab = _tables(p.theta, p.xi, own)
+    pa, pb_ = pb.pairs
+    joint = _joint(pb.c, tab, pa, pb_)
+    # without ambiguous tasks (ρ = 0) their states are left out, not given no weight
+    post, norm = _posteriors(joint, _state_log_prior(p.prior, p.rho, p.psi, p.even)[:joint.log.shape[1]])
+    return _Reading(tab=tab, joint=joint, post=post, norm=norm)
 
 
 def _row_sums(pb: _Problem, post: np.ndarray) -> np.ndarray:
-    """Σ over the answers of each row (a, y) of their task's state posterior, (A·K, K + P)."""
-    s = pb.n_states
+    """Σ over the answers of each row (a, y) of their task's posterior of each column of
+    ``post`` (T, S), shape (A·K, S)."""
+    s = post.shape[1]
     code = (pb.c.row[:, None] * s + np.arange(s)[None, :]).ravel()
     return np.bincount(code, weights=post[pb.c.task].ravel(), minlength=pb.n_ann * pb.k * s).reshape(-1, s)
 
@@ -383,7 +456,7 @@ def _start(pb: _Problem, rho: float, careful: np.ndarray) -> _Params:
     to_class = np.stack([np.bincount(c.label, weights=weight[:, z], minlength=k) for z in range(k)])
     conf = _confusion(to_class, pb.slips)
     return _Params(prior=post.mean(axis=0), conf=conf, own=np.tile(conf, (pb.n_ann, 1, 1)), theta=theta,
-                   xi=np.tile(pb.freq, (pb.n_ann, 1)), rho=rho, psi=np.full(pb.pa.size, 1.0 / max(pb.pa.size, 1)))
+                   xi=np.tile(pb.freq, (pb.n_ann, 1)), rho=rho, psi=np.full(pb.pa.size, 1.0 / max(pb.pa.size, 1)), even=_EVEN_START)
 
 
 def _log_prior(p: _Params, pb: _Problem) -> float:
@@ -392,23 +465,28 @@ def _log_prior(p: _Params, pb: _Problem) -> float:
     if pb.ambiguity:
         out += (_AMBIGUITY_PRIOR[0] - 1) * math.log(max(p.rho, 1e-300)) + \
             (_AMBIGUITY_PRIOR[1] - 1) * math.log1p(-p.rho)
+        out += (_EVEN_PRIOR[0] - 1) * math.log(max(p.even, 1e-300)) + (_EVEN_PRIOR[1] - 1) * math.log1p(-p.even)
     return out
 
 
-def _m_step(p: _Params, pb: _Problem, tab: _Tables, post: np.ndarray, careful: np.ndarray) -> _Params:
-    k, n_ann, pa, pb_ = pb.k, pb.n_ann, pb.pa, pb.pb
-    sums = _row_sums(pb, post)                                           # (A·K, K + P)
-    sound_w = sums * tab.sound / (tab.sound + tab.dep[:, None])          # expected sound answers
-    share = sound_w.sum(axis=1)                                          # (A·K,)
-    n_row = sums.sum(axis=1)
-    # a sound answer on an ambiguous task goes to z and to z' in proportion to C[z, y], C[z', y]
-    ct = p.own.transpose(0, 2, 1).reshape(n_ann * k, k)                 # (A·K, K): C_a[z, y]
-    amb = sound_w[:, k:]
-    first = np.where(ct[:, pa] + ct[:, pb_] > 0, ct[:, pa] / np.maximum(ct[:, pa] + ct[:, pb_], 1e-300), 0.5)
-    to_row = sound_w[:, :k].copy()
-    for q in range(pa.size):
-        to_row[:, pa[q]] += amb[:, q] * first[:, q]
-        to_row[:, pb_[q]] += amb[:, q] * (1.0 - first[:, q])
+def _m_step(p: _Params, pb: _Problem, r: _Reading, careful: np.ndarray) -> _Params:
+    k, n_ann, (pa, pb_) = pb.k, pb.n_ann, pb.pairs
+    c, tab, post = pb.c, r.tab, r.post
+    n_rows = n_ann * k
+    # ordinary tasks: an answer's share of being sound is its row's, whatever the task
+    sums = _row_sums(pb, post[:, :k])                                    # (A·K, K)
+    to_row = sums * tab.sound / (tab.sound + tab.dep[:, None])           # expected sound answers per class
+    if pa.size:
+        # ambiguous tasks: each answer reads the pair's first class as the others pull it
+        # (the even split) and is sound or departs given its reading
+        reads_first, reads_second = r.joint.readings(post[c.task, k:] / r.joint.factor())   # (N, P)
+        sound = tab.sound[c.row]                                         # (N, K)
+        to_first, to_second = reads_first * sound[:, pa], reads_second * sound[:, pb_]
+        for q in range(pa.size):
+            to_row[:, pa[q]] += np.bincount(c.row, weights=to_first[:, q], minlength=n_rows)
+            to_row[:, pb_[q]] += np.bincount(c.row, weights=to_second[:, q], minlength=n_rows)
+    share = to_row.sum(axis=1)                                           # (A·K,)
+    n_row = np.bincount(c.row, minlength=n_rows).astype(float)
     counts = to_row.reshape(n_ann, k, k).transpose(0, 2, 1)              # (A, z, y)
     conf = _confusion(counts.sum(axis=0), pb.slips)
     own = own_confusions(np.where(careful, _own_accuracy(counts, conf), np.nan), conf)
@@ -416,32 +494,38 @@ def _m_step(p: _Params, pb: _Problem, tab: _Tables, post: np.ndarray, careful: n
     s_count = share.reshape(n_ann, k).sum(axis=1)
     theta = np.clip((s_count + a_s - 1) / np.maximum(pb.n_answers + a_s + b_s - 2, 1e-12), 1e-6, 1 - 1e-6)
     theta = np.where(careful, CAREFUL, theta)
-    xi = (n_row - share).reshape(n_ann, k) + _DEPARTING_PSEUDO * pb.freq
+    xi = np.maximum(n_row - share, 0.0).reshape(n_ann, k) + _DEPARTING_PSEUDO * pb.freq
     state = post.sum(axis=0)
     prior = state[:k] + 1.0
-    rho, psi = p.rho, p.psi
+    rho, psi, even = p.rho, p.psi, p.even
     if pb.ambiguity:
         rho = (float(state[k:].sum()) + _AMBIGUITY_PRIOR[0] - 1) / (post.shape[0] + sum(_AMBIGUITY_PRIOR) - 2)
         rho = min(max(rho, 1e-6), 0.5)
-        psi = state[k:] + _PAIR_PSEUDO
+        evenly, coins = state[k:k + pa.size], state[k + pa.size:]
+        psi = evenly + coins + _PAIR_PSEUDO
         psi = psi / psi.sum()
+        even = (float(evenly.sum()) + _EVEN_PRIOR[0] - 1) / (float(evenly.sum() + coins.sum()) + sum(_EVEN_PRIOR) - 2)
     return _Params(prior=prior / prior.sum(), conf=conf, own=own, theta=theta,
-                   xi=xi / xi.sum(axis=1, keepdims=True), rho=rho, psi=psi)
+                   xi=xi / xi.sum(axis=1, keepdims=True), rho=rho, psi=psi, even=even)
 
 
-def _em(p: _Params, pb: _Problem, max_iter: int, tol: float, careful: np.ndarray) -> tuple[_Params, float, int]:
+def _em(p: _Params, pb: _Problem, max_iter: int, tol: float, careful: np.ndarray,
+        target: float | None = None) -> tuple[_Params, float, int]:
     """MAP-EM from ``p`` (θ held at :data:`CAREFUL` where ``careful``, shape (A,)): the
-    parameters, their log posterior, the iterations run."""
+    parameters, their log posterior, the iterations run. ``target``: a log posterior the
+    fit is only of use above; EM stops once twice its current gain per step, over the
+    steps left, would not reach it."""
     last, it = -np.inf, 0
     for it in range(1, max_iter + 1):
-        tab, post, norm = _read(p, pb)
-        logp = float(norm.sum()) + _log_prior(p, pb)
+        r = _read(p, pb)
+        logp = float(r.norm.sum()) + _log_prior(p, pb)
         if it > 1 and abs(logp - last) <= tol * max(abs(logp), 1.0):
             return p, logp, it
+        if target is not None and it > _HOPELESS_AFTER and logp + 2.0 * (logp - last) * (max_iter - it) < target:
+            return p, logp, it
         last = logp
-        p = _m_step(p, pb, tab, post, careful)
-    _, _, norm = _read(p, pb)
-    return p, float(norm.sum()) + _log_prior(p, pb), it
+        p = _m_step(p, pb, r, careful)
+    return p, float(_read(p, pb).norm.sum()) + _log_prior(p, pb), it
 
 
 def _predictive(p: _Params, pb: _Problem) -> tuple[np.ndarray, np.ndarray]:
@@ -449,12 +533,18 @@ def _predictive(p: _Params, pb: _Problem) -> tuple[np.ndarray, np.ndarray]:
     (the cavity: the answer's own factor divided out of its task's posterior), and if
     departing (ξ_a[y]); shapes (N,), (N,). Sound answers are read with the shared C: the
     question is whether the annotator departs from typical work, not from their own."""
-    c = pb.c
-    tab, post, _ = _read(p, pb, shared=True)
-    sound = tab.sound[c.row]                                             # (N, S)
-    w = post[c.task] / (sound + tab.dep[c.row][:, None])                 # P(state | others), unnormalized
-    u = (w * sound).sum(axis=1) / w.sum(axis=1)
-    return u / np.maximum(p.theta[c.annotator], 1e-300), p.xi[c.annotator, c.label]
+    c, k = pb.c, pb.k
+    r = _read(p, pb, shared=True)
+    sound = r.tab.sound[c.row]                                           # (N, K)
+    w = r.post[c.task, :k] / (sound + r.tab.dep[c.row][:, None])         # P(class | others), unnormalized
+    u, total = (w * sound).sum(axis=1), w.sum(axis=1)
+    pa, pb_ = pb.pairs
+    if pa.size:
+        w_amb = r.post[c.task, k:] / r.joint.factor()                    # P(state | others), unnormalized
+        reads_first, reads_second = r.joint.readings(w_amb)
+        u = u + (reads_first * sound[:, pa] + reads_second * sound[:, pb_]).sum(axis=1)
+        total = total + w_amb.sum(axis=1)
+    return u / total / np.maximum(p.theta[c.annotator], 1e-300), p.xi[c.annotator, c.label]
 
 
 def fit_label_model(item: Sequence[Hashable], annotator: Sequence[Any], label: Sequence[Hashable], *,
@@ -527,13 +617,15 @@ def fit_label_model(item: Sequence[Hashable], annotator: Sequence[Any], label: S
         # careful annotators' slips split a few tasks alike by chance, and a component of
         # P free numbers fitted to T tasks gains about P/2 log T from chance alone (BIC) —
         # a fixed bar let a null project of 370 tasks read 7 % of them as ambiguous
-        bar = AMBIGUOUS_PER_PARAMETER * pa.size * math.log(max(c.starts.size, 2))
+        bar = AMBIGUOUS_PER_PARAMETER * (pa.size + 1) * math.log(max(c.starts.size, 2))
         best: tuple[_Params, float, int] | None = None
         for rho in _AMBIGUITY_STARTS:
             # a component with nothing to explain shrinks slowly (hundreds of steps on a
             # large project); real ambiguity settles within a few dozen: past those the
-            # start is judged as it stands (an unconverged fit only scores lower)
-            fit = _em(_start(problem, rho, careful), problem, min(max_iter, _AMBIGUITY_ITER), tol, careful)
+            # start is judged as it stands (an unconverged fit only scores lower), and
+            # one that is climbing too slowly to clear the bar is given up sooner
+            fit = _em(_start(problem, rho, careful), problem, min(max_iter, _AMBIGUITY_ITER), tol, careful,
+                      target=logp + bar)
             n_iter += fit[2]
             if best is None or fit[1] > best[1]:
                 best = fit
@@ -556,7 +648,7 @@ def fit_label_model(item: Sequence[Hashable], annotator: Sequence[Any], label: S
                       annotators=tuple(str(a) for a in ann_labels), sound=p.theta, sound_best=prof.best,
                       sound_ci=prof.interval(),
                       departing=p.xi, ambiguity=float(p.rho), pair_a=pa, pair_b=pb_, pairs=p.psi,
-                      n_answers=problem.n_answers, n_iter=n_iter, log_posterior=logp)
+                      n_answers=problem.n_answers, n_iter=n_iter, log_posterior=logp, even_share=float(p.even))
 
 
 def read_labels(model: LabelModel, item: Sequence[Hashable], annotator: Sequence[Any],
@@ -583,16 +675,19 @@ def read_labels(model: LabelModel, item: Sequence[Hashable], annotator: Sequence
     theta, xi, own = model.parameters(list(a_labels))
     k, pa, pb = len(model.classes), model.pair_a, model.pair_b
     c = _code(items_in, y_all[keep], a_codes.astype(np.int64), k)
-    tab = _tables(theta, xi, own, pa, pb)
-    post, _ = _posteriors(c, tab, _state_log_prior(model.prior, model.ambiguity, model.pairs))
+    tab = _tables(theta, xi, own)
+    jt = _joint(c, tab, pa, pb)
+    post, _ = _posteriors(jt, _state_log_prior(model.prior, model.ambiguity, model.pairs, model.even_share))
     # log P(answers | ambiguous) − log P(answers | ordinary), whatever ρ: the evidence the
     # task-level reading pools over a task's controls (metrics/task_ambiguity.py)
-    joint = np.add.reduceat(tab.log[c.row], c.starts, axis=0)
+    joint = jt.log
     k0 = len(model.classes)
     pairs_prior = model.pairs if model.pairs.size and model.pairs.sum() > 0 else np.full(model.pair_a.size, 1.0)
-    log_lr = (_logsumexp(joint[:, k0:] + np.log(pairs_prior / pairs_prior.sum())) if model.pair_a.size
+    amb_prior = _state_log_prior(model.prior, 0.5, pairs_prior / pairs_prior.sum(), model.even_share)[k0:] - math.log(0.5)
+    log_lr = (_logsumexp(joint[:, k0:] + amb_prior) if model.pair_a.size
               else np.full(c.starts.size, -np.inf)) - _logsumexp(joint[:, :k0] + np.log(model.prior))
-    post_ord, post_amb = post[:, :k], post[:, k:]
+    # per pair, split evenly or by coins alike
+    post_ord, post_amb = post[:, :k], post[:, k:k + pa.size] + post[:, k + pa.size:]
     # the consensus: the true class of an ordinary task; on an ambiguous one, each of its two
     # classes in proportion to the posterior it would have as the one true class (P(z | answers,
     # ordinary), the prior and every answer's likelihood, restricted to the pair): both readings
@@ -614,8 +709,14 @@ def read_labels(model: LabelModel, item: Sequence[Hashable], annotator: Sequence
     visible = np.clip(1.0 - model.confusion / np.maximum(model.confusion.diagonal()[:, None], 1e-300), 0.0, 1.0)
     visible_pair = np.minimum(visible[pa], visible[pb])                                 # (P, K)
     y = c.label
-    shown = np.concatenate([visible.T[y], visible_pair.T[y]], axis=1)                  # (N, K + P)
-    q_dep = tab.dep[c.row][:, None] / (tab.sound[c.row] + tab.dep[c.row][:, None]) * shown
+    shown = np.concatenate([visible.T[y], np.tile(visible_pair.T[y], 2)], axis=1)       # (N, K + 2P)
+    dep = tab.dep[c.row][:, None]
+    # on an ordinary task an answer's factor is its own; on an ambiguous one, given the
+    # others' pull on its reading (none under coins)
+    factor = tab.sound[c.row] + dep
+    if pa.size:
+        factor = np.concatenate([factor, jt.factor()], axis=1)
+    q_dep = dep / factor * shown
     p_dep = (post[c.task] * q_dep).sum(axis=1)
     # P(ordinary and nobody departs) = Σ_z P(z | answers) Π_n (1 − q_n(z))
     clean = np.exp(np.add.reduceat(np.log1p(-np.minimum(q_dep[:, :k], 1 - 1e-15)), c.starts, axis=0))

@@ -93,7 +93,7 @@ def _label_fit(m: LabelModel) -> "AnnotatorFit":
                     annotators=list(m.annotators), sound=m.sound.tolist(),
                     accuracy=[None if math.isnan(x) else float(x) for x in m.accuracy],
                     departing=m.departing.tolist(), ambiguity=float(m.ambiguity), pairs=m.pairs.tolist(),
-                    n_answers=[int(n) for n in m.n_answers])
+                    n_answers=[int(n) for n in m.n_answers], even_share=float(m.even_share))
 
 
 def _label_model(f: Any) -> LabelModel:
@@ -105,7 +105,8 @@ def _label_model(f: Any) -> LabelModel:
                       annotators=tuple(f.annotators), sound=sound, sound_best=sound,
                       sound_ci=np.zeros((sound.size, 2)), departing=np.asarray(f.departing),
                       ambiguity=float(f.ambiguity), pair_a=pa.astype(np.int64), pair_b=pb.astype(np.int64),
-                      pairs=np.asarray(f.pairs), n_answers=np.asarray(f.n_answers, dtype=np.int64))
+                      pairs=np.asarray(f.pairs), n_answers=np.asarray(f.n_answers, dtype=np.int64),
+                      even_share=float(f.even_share))
 
 
 def _distance_fit(m: DistanceModel) -> "AnnotatorFit":

@@ -349,7 +349,8 @@ class LabelFit:
     on the live path. Per annotator (``annotators`` order): ``sound`` θ (the share of sound
     answers the model uses), ``accuracy`` (their own C_a's diagonal; null: C), ``departing``
     ξ; per class (``classes`` order): ``prior`` π, ``confusion`` C; ``pairs`` ψ over the
-    class pairs (0,1), (0,2), …, (1,2), …; ``ambiguity`` ρ."""
+    class pairs (0,1), (0,2), …, (1,2), …; ``ambiguity`` ρ; ``even_share`` λ, the share
+    of ambiguous tasks whose careful annotators split evenly (the rest by coins)."""
 
     model: Literal["labels"] = "labels"
     classes: list[Any] = field(default_factory=list)
@@ -362,6 +363,7 @@ class LabelFit:
     ambiguity: float = 0.0
     pairs: list[float] = field(default_factory=list)
     n_answers: list[int] = field(default_factory=list)
+    even_share: float = 0.5
 
 
 @dataclass
