@@ -380,12 +380,16 @@ def task_flag(items: Mapping[str, "ItemEntry"], controls: Mapping[str, "ControlR
     -------
     (flag, reasons, posterior)
         ``reasons`` maps each control that flags the task to its one-line reason;
-        ``posterior`` = 1 − (1 − P(ambiguous over its controls)) Π (1 − p_c) over the
-        measured controls read by a model.
+        ``posterior`` = 1 − (1 − max(P(ambiguous over its controls), max_c a_c))
+        Π_c (1 − (p_c − a_c)) over the measured controls read by a model, ``a_c`` a
+        control's own posterior of ambiguity (``p_c − a_c``: ordinary, and an answer departs).
     """
     threshold = _setting(settings, "flag_posterior", DEFAULT_POSTERIOR)
     reasons: dict[str, str] = {}
-    clean, read = 1.0, False
+    # departures multiply over the controls; ambiguity does not: a control's own reading
+    # and the reading over the task's controls weigh the same splits, so the likelier of
+    # them stands for both (as a product, one control's 2–1 split counted twice)
+    no_departure, amb, read = 1.0, 0.0, False
     for name, rec in items.items():
         ctl = controls.get(name)
         if ctl is None or not ctl.measured:
@@ -393,11 +397,13 @@ def task_flag(items: Mapping[str, "ItemEntry"], controls: Mapping[str, "ControlR
         if ctl.flag_below and rec.sigma is not None and rec.sigma < ctl.flag_below:
             reasons[name] = f"σ {rec.sigma:.2f} below flag_below {ctl.flag_below:g}"
         if rec.p_flag is not None:
-            clean *= 1.0 - rec.p_flag
+            p_amb = min(rec.p_ambiguous or 0.0, rec.p_flag)
+            no_departure *= 1.0 - (rec.p_flag - p_amb)
+            amb = max(amb, p_amb)
             read = True
     lr = task_ambiguity_lr(items, controls)
     p_task = float(task_ambiguity(np.array([lr]), ambiguity)[0]) if lr is not None else 0.0
-    posterior = 1.0 - clean * (1.0 - p_task) if read else None
+    posterior = 1.0 - no_departure * (1.0 - max(amb, p_task)) if read else None
     if posterior is not None and posterior >= threshold:
         if p_task >= _REASON_FROM:
             # ambiguous over the task's controls together: each control where it shows says so

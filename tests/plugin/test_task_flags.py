@@ -40,3 +40,24 @@ def test_a_control_that_names_who_departs_gives_the_only_reason() -> None:
              "rating": ItemEntry(p_flag=0.05)}
     flag, reasons, _ = task_flag(items, CONTROLS)
     assert flag and reasons == {"sentiment": named}
+
+
+def test_one_split_is_not_counted_twice_as_ambiguity() -> None:
+    """A lone control's 2–1 split read as ambiguous by the control's own model (0.37) and,
+    the same ratio, by the reading over the task's controls (0.37): one piece of evidence,
+    not two. Multiplied as if independent it reached 0.60 and flagged one task in eight of
+    a spammer project whose careful annotators slip one answer in seven."""
+    items = {"sentiment": ItemEntry(p_flag=0.37, p_ambiguous=0.37, ambiguity_lr=0.1, consensus="Positive")}
+    controls = {"sentiment": CONTROLS["sentiment"]}
+    rho_task = 1 / (1 + (1 - 0.37) / 0.37 * 1.1052)        # so that the pooled reading is 0.37 too
+    flag, reasons, posterior = task_flag(items, controls, ambiguity=rho_task)
+    assert posterior == pytest.approx(0.37, abs=1e-3)
+    assert not flag and reasons == {}
+
+
+def test_departures_multiply_and_ambiguity_takes_the_likelier_reading() -> None:
+    """Departures on two controls are two chances (1 − 0.7 · 0.8); ambiguity read 0.3 on one
+    control and 0.2 on the other stands at 0.3."""
+    items = {"sentiment": ItemEntry(p_flag=0.6, p_ambiguous=0.3), "rating": ItemEntry(p_flag=0.4, p_ambiguous=0.2)}
+    _, _, posterior = task_flag(items, CONTROLS)
+    assert posterior == pytest.approx(1 - (1 - 0.3) * (1 - 0.3) * (1 - 0.2))
