@@ -30,11 +30,12 @@ shapes:
 """
 from __future__ import annotations
 
+import dataclasses
 import random
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-__all__ = ["Shape", "ShapeProject", "SHAPES", "make_project"]
+__all__ = ["Bad", "LabelsPlan", "Shape", "ShapeProject", "SHAPES", "make_project", "careful_rating_p"]
 
 LABELS = ("Positive", "Neutral", "Negative")
 ENTITY_LABELS = ("PER", "ORG", "LOC")
@@ -56,6 +57,56 @@ ENTITY_XML = """  <Labels name="entities" toName="text">
   </Labels>"""
 
 
+@dataclass(frozen=True)
+class Bad:
+    """The planted bad annotator of a Choices (and Rating) project: a ``constant`` label
+    (a spammer; their rating is the true one), or a random label on a ``random_share`` of
+    their tasks (careful elsewhere), with a random rating too if ``random_rating``."""
+
+    constant: str | None = None
+    random_share: float = 1.0
+    random_rating: bool = False
+
+    def draw(self, rng: random.Random, label: str, score: int) -> tuple[str, int] | None:
+        """Their answer on a task of true ``label`` and ``score``; None: a careful one."""
+        if self.constant is not None:
+            return self.constant, score
+        if self.random_share < 1.0 and rng.random() >= self.random_share:
+            return None
+        return rng.choice(LABELS), (rng.randint(1, 5) if self.random_rating else score)
+
+    def departs(self, y: str, r: int | None, label: str, score: int) -> bool:
+        """Whether their answer departs from the truth (the planted problem); ``r`` None:
+        the project has no Rating control."""
+        return y != label or (self.random_rating and r is not None and r != score)
+
+    def not_careful(self, y: str, r: int | None, score: int) -> float:
+        """P(their answer, and it is not a careful one | the truth): the constant label, or
+        a random answer; ``r`` None: no Rating control."""
+        same_rating = r is None or r == score
+        if self.constant is not None:
+            return float(y == self.constant and same_rating)
+        rating_p = 1.0 if r is None else (1 / 5 if self.random_rating else float(same_rating))
+        return self.random_share / len(LABELS) * rating_p
+
+    @property
+    def careful_share(self) -> float:
+        """The share of their tasks answered as a careful annotator would."""
+        return 0.0 if self.constant is not None else 1.0 - self.random_share
+
+
+@dataclass(frozen=True)
+class LabelsPlan:
+    """How a Choices (and Rating) project is made (:func:`_labels_project`), and what the
+    true generative model (``benchmarks/flag_oracle.py``) reads it with."""
+
+    accuracy: float
+    prior: tuple[float, ...] = (1 / 3,) * 3
+    rating: bool = False
+    ambiguous: float = 0.0
+    bad: Bad | None = None
+
+
 @dataclass
 class ShapeProject:
     """One generated project and what the generator knows about it.
@@ -72,12 +123,16 @@ class ShapeProject:
     truth: dict[str, dict[str, Any]] = field(default_factory=dict)
     bad: str | None = None
     categorical: str | None = None
+    plan: LabelsPlan | None = None
 
 
 @dataclass(frozen=True)
 class Shape:
+    """A shape: a Choices (and Rating) project made by its ``plan``, or any other by ``make``."""
+
     name: str
-    make: Callable[[random.Random], ShapeProject]
+    make: Callable[[random.Random], ShapeProject] | None = None
+    plan: LabelsPlan | None = None
 
 
 def _layout(rng: random.Random) -> tuple[int, list[int], list[list[int]]]:
@@ -105,6 +160,15 @@ def _careful_rating(rng: random.Random, truth: int, accuracy: float) -> int:
     return min(max(truth + rng.choice((-1, 1)), 1), 5)
 
 
+def careful_rating_p(r: int, truth: int, accuracy: float) -> float:
+    """P(a careful annotator rates ``r`` | the true rating): :func:`_careful_rating`'s law."""
+    p = accuracy if r == truth else 0.0
+    for step in (-1, 1):
+        if min(max(truth + step, 1), 5) == r:
+            p += (1 - accuracy) / 2
+    return p
+
+
 def _text(rng: random.Random) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(rng.randint(8, 14)))
 
@@ -118,66 +182,38 @@ def _config(*parts: str) -> str:
     return "\n".join(["<View>", *parts, "</View>", ""])
 
 
-def _labels_project(rng: random.Random, name: str, *, accuracy: float, prior: tuple[float, ...] = (1 / 3,) * 3,
-                    rating: bool = False, ambiguous: float = 0.0,
-                    bad: Callable[[random.Random, str, int], tuple[str, int] | None] | None = None,
-                    departs: Callable[[str, int, str, int], bool] | None = None) -> ShapeProject:
-    """A Choices (and Rating) project. ``bad(rng, true label, true rating)`` gives the bad
-    annotator's answer, or None for a careful one; ``departs`` says whether that answer
-    departs from the truth (the planted problem)."""
+def _labels_project(rng: random.Random, name: str, plan: LabelsPlan) -> ShapeProject:
+    """A Choices (and Rating) project made by ``plan``: careful annotators right with
+    probability ``accuracy`` (a slip to another label, a rating a point off); on an ambiguous
+    task they read its two labels alternately; the bad annotator answers by ``plan.bad``."""
     n_tasks, pool, who = _layout(rng)
-    bad_id = pool[0] if bad is not None else None
-    proj = ShapeProject(name=name, config=_config(TEXT_XML, CHOICE_XML, *([RATING_XML] if rating else [])), tasks=[],
-                        bad=None if bad_id is None else str(bad_id), categorical="label")
+    bad_id = pool[0] if plan.bad is not None else None
+    proj = ShapeProject(name=name, config=_config(TEXT_XML, CHOICE_XML, *([RATING_XML] if plan.rating else [])),
+                        tasks=[], bad=None if bad_id is None else str(bad_id), categorical="label", plan=plan)
     for k in range(n_tasks):
         tid = str(k + 1)
-        label = rng.choices(LABELS, weights=prior)[0]
+        label = rng.choices(LABELS, weights=plan.prior)[0]
         score = rng.randint(1, 5)
-        alt = _slip(rng, label) if rng.random() < ambiguous else None
+        alt = _slip(rng, label) if rng.random() < plan.ambiguous else None
         proj.truth[tid] = {"label": label if alt is None else {label, alt}, "rating": score}
         answers, seen = [], set()
         flip = rng.random() < 0.5
         for pos, uid in enumerate(who[k]):
-            given = bad(rng, label, score) if uid == bad_id and bad is not None else None
+            given = plan.bad.draw(rng, label, score) if uid == bad_id and plan.bad is not None else None
             if given is not None:
                 y, r = given
-                if departs is not None and departs(y, r, label, score):
+                if plan.bad is not None and plan.bad.departs(y, r if plan.rating else None, label, score):
                     proj.planted.add(tid)
             else:
                 reading = alt if alt is not None and (pos % 2 == 1) != flip else label
-                y = reading if rng.random() < accuracy else _slip(rng, reading)
-                r = _careful_rating(rng, score, accuracy)
+                y = reading if rng.random() < plan.accuracy else _slip(rng, reading)
+                r = _careful_rating(rng, score, plan.accuracy)
             seen.add(y)
-            answers.append((uid, [_choice(y)] + ([_rating(r)] if rating else [])))
+            answers.append((uid, [_choice(y)] + ([_rating(r)] if plan.rating else [])))
         if alt is not None and {label, alt} <= seen:
             proj.planted.add(tid)
         proj.tasks.append(_task(k, {"text": _text(rng)}, answers))
     return proj
-
-
-def _spammer(rng: random.Random) -> ShapeProject:
-    return _labels_project(rng, "spammer", accuracy=0.92, prior=(0.6, 0.25, 0.15),
-                           bad=lambda r, y, s: (LABELS[0], s), departs=lambda y, r, t, s: y != t)
-
-
-def _random30(rng: random.Random) -> ShapeProject:
-    def bad(r: random.Random, y: str, s: int) -> tuple[str, int] | None:
-        return (r.choice(LABELS), r.randint(1, 5)) if r.random() < 0.3 else None
-    return _labels_project(rng, "random 30%", accuracy=0.97, rating=True, bad=bad,
-                           departs=lambda y, r, t, s: y != t or r != s)
-
-
-def _ambiguous(rng: random.Random) -> ShapeProject:
-    return _labels_project(rng, "ambiguous 15%", accuracy=0.99, rating=True, ambiguous=0.15)
-
-
-def _null(rng: random.Random) -> ShapeProject:
-    return _labels_project(rng, "null (85% careful)", accuracy=0.85, rating=True)
-
-
-def _hard(rng: random.Random) -> ShapeProject:
-    return _labels_project(rng, "hard + random", accuracy=0.75,
-                           bad=lambda r, y, s: (r.choice(LABELS), s), departs=lambda y, r, t, s: y != t)
 
 
 def _boxes(rng: random.Random) -> ShapeProject:
@@ -241,12 +277,23 @@ def _entities(rng: random.Random) -> ShapeProject:
 
 
 SHAPES: tuple[Shape, ...] = (
-    Shape("spammer", _spammer), Shape("random 30%", _random30), Shape("ambiguous 15%", _ambiguous),
-    Shape("shifted boxes", _boxes), Shape("missed entities", _entities), Shape("null (85% careful)", _null),
-    Shape("hard + random", _hard),
+    Shape("spammer", plan=LabelsPlan(accuracy=0.92, prior=(0.6, 0.25, 0.15), bad=Bad(constant=LABELS[0]))),
+    Shape("random 30%", plan=LabelsPlan(accuracy=0.97, rating=True,
+                                        bad=Bad(random_share=0.3, random_rating=True))),
+    Shape("ambiguous 15%", plan=LabelsPlan(accuracy=0.99, rating=True, ambiguous=0.15)),
+    Shape("shifted boxes", make=_boxes), Shape("missed entities", make=_entities),
+    Shape("null (85% careful)", plan=LabelsPlan(accuracy=0.85, rating=True)),
+    Shape("hard + random", plan=LabelsPlan(accuracy=0.75, bad=Bad())),
 )
 
 
-def make_project(shape: Shape, seed: int) -> ShapeProject:
-    """The project of ``shape`` for ``seed`` (the same seed gives the same project)."""
-    return shape.make(random.Random(f"{shape.name}/{seed}"))
+def make_project(shape: Shape, seed: int, careful: float | None = None) -> ShapeProject:
+    """The project of ``shape`` for ``seed`` (the same seed gives the same project);
+    ``careful``: another accuracy for the careful annotators of a Choices project (the
+    other shapes ignore it)."""
+    rng = random.Random(f"{shape.name}/{seed}")
+    if shape.plan is not None:
+        plan = shape.plan if careful is None else dataclasses.replace(shape.plan, accuracy=careful)
+        return _labels_project(rng, shape.name, plan)
+    assert shape.make is not None
+    return shape.make(rng)

@@ -1,0 +1,71 @@
+"""The true generative model's own flags on a Choices (and Rating) shape (issue 22).
+
+The issue measured what is reachable by flagging the tasks whose posterior of a planted
+problem, under the model that generated the project, reaches ½. Here that posterior is
+computed exactly from ``benchmarks/flag_shapes.py``'s plan: per task, every true label,
+true rating, ambiguous second label and order of the alternating readings, and for the bad
+annotator whether their answer was careful — with the generator's own parameters (careful
+accuracy, label prior, share of ambiguous tasks, the bad annotator's behaviour). No fit:
+it is the ceiling a model fitted on the answers works under.
+"""
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from .flag_shapes import LABELS, ShapeProject, careful_rating_p
+
+__all__ = ["oracle_flags"]
+
+
+def _answers(task: dict[str, Any], rating: bool) -> list[tuple[int, str, int | None]]:
+    out = []
+    for a in task["annotations"]:
+        values = {r["from_name"]: r["value"] for r in a["result"]}
+        out.append((int(a["completed_by"]), values["label"]["choices"][0],
+                    int(values["rating"]["rating"]) if rating else None))
+    return out
+
+
+def oracle_flags(proj: ShapeProject) -> set[str] | None:
+    """The task ids whose posterior of a planted problem is at least ½ (None: not a
+    Choices shape)."""
+    plan = proj.plan
+    if plan is None:
+        return None
+    bad = int(proj.bad) if proj.bad is not None else None
+    acc = plan.accuracy
+    scores = range(1, 6)
+    flagged = set()
+    for task in proj.tasks:
+        answers = _answers(task, plan.rating)
+        seen = {y for _, y, _ in answers}
+        total = planted = 0.0
+        for (zi, z), s in itertools.product(enumerate(LABELS), scores):
+            p_truth = plan.prior[zi] / len(scores)
+            states: list[tuple[float, str | None, bool]] = [(1.0 - plan.ambiguous, None, False)]
+            for alt in (x for x in LABELS if x != z):
+                for flip in (False, True):
+                    states.append((plan.ambiguous / (len(LABELS) - 1) / 2, alt, flip))
+            for p_state, alt, flip in states:
+                if p_state <= 0:
+                    continue
+                weight = p_truth * p_state
+                bad_all, bad_departs = 1.0, 0.0     # the bad annotator's factor, and its departing part
+                for pos, (uid, y, r) in enumerate(answers):
+                    reading = alt if alt is not None and (pos % 2 == 1) != flip else z
+                    careful = (acc if y == reading else (1 - acc) / (len(LABELS) - 1)) * \
+                        (careful_rating_p(r, s, acc) if r is not None else 1.0)
+                    if uid == bad and plan.bad is not None:
+                        other = plan.bad.not_careful(y, r, s)
+                        bad_all = plan.bad.careful_share * careful + other
+                        bad_departs = other if plan.bad.departs(y, r, z, s) else 0.0
+                    else:
+                        weight *= careful
+                total += weight * bad_all
+                # planted: the bad answer departs from the truth, or the task is ambiguous and
+                # its answers show both labels
+                planted += weight * (bad_all if alt is not None and {z, alt} <= seen else bad_departs)
+        if total > 0 and planted / total >= 0.5:
+            flagged.add(str(task["id"]))
+    return flagged
