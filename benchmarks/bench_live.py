@@ -5,7 +5,8 @@ Two parts:
 * **mirror** (no server): a synthetic mirror of ``--mirror`` tasks (the demo's five
   controls); its memory, the time of its baseline, and the time of one event rescored
   against it (payload applied, touched task rescored, its push-back values built) —
-  target ≤ 0.3 s;
+  target ≤ 0.3 s; then, on a ``--beside``-task mirror, events while a new baseline is made
+  in a thread of the service and in a worker process (``[sync] baseline_worker``);
 * **server**: a real Label Studio (bulk action on) with a ``--tasks`` project and a
   ``--small`` project made by the demo generator (3–5 annotators, 5 controls), the service
   run in-process on a loopback port and connected by Label Studio's own webhooks. Printed:
@@ -109,6 +110,58 @@ def bench_mirror(n: int, bootstrap: int) -> None:
     p50, worst = statistics.median(times), max(times)
     print(f"one event on the {n:,}-task mirror: median {p50 * 1000:.1f} ms, max {worst * 1000:.1f} ms "
           f"(target ≤ 300 ms: {'PASS' if worst <= 0.3 else 'over'})")
+
+
+def bench_beside_baseline(n: int, bootstrap: int) -> None:
+    """Events while a new baseline is made beside them: in a thread of the service (as
+    before) and in a spawned worker process (``[sync] baseline_worker``, the default)."""
+    from ls_agreement.plugin.live.baseline import apply_scores, make_baseline, score_tasks
+    from ls_agreement.plugin.live.baseline_worker import make_baseline_in_worker
+    from ls_agreement.plugin.live.events import apply_event
+    from ls_agreement.plugin.live.mirror import ProjectMirror
+    from ls_agreement.plugin.settings import ReportSettings
+
+    users = {a.email: i + 1 for i, a in enumerate(ANNOTATORS)}
+    mirror = ProjectMirror()
+    mirror.fill(_export_shape(generate(users, n_tasks=n, seed=11).tasks))
+    settings = ReportSettings(bootstrap=bootstrap)
+    base = make_baseline(DEMO_CONFIG, mirror, settings)
+    rng = random.Random(5)
+
+    def events(k: int, out: list[float]) -> None:
+        for _ in range(k):
+            tid = rng.randrange(1, n + 1)
+            payload = sentiment_edit(mirror, tid, len(out), rng)
+            t0 = time.perf_counter()
+            applied = apply_event(mirror, payload)
+            apply_scores(base.report, score_tasks(base, mirror, applied.touched), applied.deleted)
+            out.append(time.perf_counter() - t0)
+            time.sleep(0.05)           # events arrive apart, as webhooks do
+
+    idle: list[float] = []
+    events(40, idle)
+    print(f"events on a {n:,}-task mirror, one every 50 ms: idle median {statistics.median(idle) * 1000:.1f} ms, "
+          f"p90 {_pct(idle, 0.9) * 1000:.1f}, max {max(idle) * 1000:.1f} ms")
+    for where, make in (("a thread of the service", make_baseline), ("a worker process", make_baseline_in_worker)):
+        snapshot, done, took = mirror.copy(), threading.Event(), []
+        rss0, rss_top = _rss_mb(), 0.0
+
+        def build() -> None:
+            t0 = time.perf_counter()
+            make(DEMO_CONFIG, snapshot, settings)
+            took.append(time.perf_counter() - t0)
+            done.set()
+
+        worker = threading.Thread(target=build)
+        worker.start()
+        busy: list[float] = []
+        while not done.is_set():
+            events(5, busy)
+            rss_top = max(rss_top, _rss_mb())
+        worker.join()
+        print(f"  while a baseline is made in {where} ({took[0]:.1f} s): {len(busy)} events, median "
+              f"{statistics.median(busy) * 1000:.1f} ms, p90 {_pct(busy, 0.9) * 1000:.1f}, max {max(busy) * 1000:.1f} ms; "
+              f"the service's process grew by up to {rss_top - rss0:,.0f} MB")
 
 
 # -- part 2: a real server ------------------------------------------------------------------------
@@ -399,6 +452,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mirror", type=int, default=100_000)
     ap.add_argument("--bootstrap", type=int, default=200,
                     help="bootstrap resamples of the baselines (the report default is 1000)")
+    ap.add_argument("--beside", type=int, default=3_000,
+                    help="tasks of the mirror whose events are timed beside a baseline being made")
     ap.add_argument("--only", choices=["mirror", "server"], default=None)
     ap.add_argument("--no-api-flood", action="store_true",
                     help="skip the flood of edits through Label Studio's API (minutes here); "
@@ -406,6 +461,7 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv or [])
     if a.only in (None, "mirror"):
         bench_mirror(a.mirror, bootstrap=0)
+        bench_beside_baseline(a.beside, bootstrap=a.bootstrap)
     if a.only in (None, "server"):
         bench_server(a.tasks, a.small, a.events, a.flood, a.flood_seconds, a.bootstrap,
                      api_flood=not a.no_api_flood)

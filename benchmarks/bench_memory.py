@@ -21,7 +21,8 @@ as killed, and the benchmark goes on.
 
 ``--serve`` also measures what ``serve`` holds for the project between events: its mirror
 (tasks held packed, filled task by task as a full read fills it) and the baseline made from
-it, in one child process (``serve_child``).
+it, in one child process (``serve_child``); the baseline is made as serve makes it, in a
+worker process of that child, and the two peaks are printed apart.
 
 ``--compare PYTHONPATH`` also runs the report of another checkout (a directory holding an
 ``ls_agreement`` package, e.g. a copy of the tree before a change) on the same export and
@@ -202,12 +203,14 @@ def serve_child(export: str, config: str, out: str) -> None:
     a full read spools Label Studio's export to a file and reads it back
     (``Connection.stream_tasks``), then the baseline is made from the mirror
     (``make_baseline``, as a full read or a background baseline makes it); the figures go to
-    ``out`` as JSON."""
+    ``out`` as JSON. The baseline is made as ``serve`` makes it by default, in a spawned
+    worker process (``[sync] baseline_worker = "process"``): this process's peak and the
+    worker's are printed apart."""
     import gc
     import resource
 
     from ls_agreement.adapters.export_stream import iter_export
-    from ls_agreement.plugin.live.baseline import make_baseline
+    from ls_agreement.plugin.live.baseline_worker import make_baseline_in_worker
     from ls_agreement.plugin.live.mirror import MirrorTask, ProjectMirror
     from ls_agreement.plugin.settings import ReportSettings
 
@@ -223,12 +226,14 @@ def serve_child(export: str, config: str, out: str) -> None:
     t1 = time.perf_counter()
     held = rss() - start
     fill_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024.0
-    base = make_baseline(Path(config).read_text(encoding="utf-8"), mirror, ReportSettings())
+    base = make_baseline_in_worker(Path(config).read_text(encoding="utf-8"), mirror, ReportSettings())
     t2 = time.perf_counter()
     gc.collect()
     Path(out).write_text(json.dumps({
         "tasks": len(mirror), "packed": mirror.packed_bytes(), "mirror_rss": held, "fill_s": t1 - t0,
         "fill_peak": fill_peak, "baseline_s": t2 - t1, "with_baseline_rss": rss() - start,
+        "service_peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024.0,
+        "worker_peak": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024.0,
         "flagged": sum(1 for t in base.report.tasks.values() if t.flag)}))
 
 
@@ -246,8 +251,9 @@ def _serve(export: Path, config: Path) -> None:
     gb = 2 ** 30
     print(f"  serve: mirror of {f['tasks']:,} tasks holds {f['mirror_rss'] / gb:.2f} GB "
           f"({f['packed'] / gb:.2f} GB packed), filled in {f['fill_s']:.1f} s (peak {f['fill_peak'] / gb:.2f} GB); "
-          f"baseline made in {f['baseline_s']:.1f} s; mirror and baseline held {f['with_baseline_rss'] / gb:.2f} GB; "
-          f"the process: {_fmt(run)}", flush=True)
+          f"baseline made in a worker process in {f['baseline_s']:.1f} s (the worker's peak "
+          f"{f['worker_peak'] / gb:.2f} GB); mirror and baseline held {f['with_baseline_rss'] / gb:.2f} GB, "
+          f"the service's peak {f['service_peak'] / gb:.2f} GB; the process tree: {_fmt(run)}", flush=True)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -218,6 +218,10 @@ class SyncOptions(_Table):
     # makes a new one after this many events (and at every reconcile), never per event; a
     # new baseline is computed beside the event path and republishes what it moved, once.
     rebaseline_events: int = Field(1000, ge=1)
+    # Where a baseline is made: a spawned worker process (the service's own process goes on
+    # serving events at their usual speed, and the baseline's peak memory is the worker's),
+    # or a thread of the service (no process start, about 3 s of imports per baseline).
+    baseline_worker: Literal["process", "thread"] = "process"
     # Between baselines the report files (report.json, the quality page) are rewritten at
     # most this often: on a big project writing them costs more than rescoring an event.
     report_every: float = Field(30.0, gt=0, allow_inf_nan=False)

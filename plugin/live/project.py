@@ -43,6 +43,7 @@ from ..sync import annotator_emails, name_annotators, project_summary
 from ..routing import route_flagged, routing_view
 from ..views import ensure_views
 from .baseline import ProjectBaseline, apply_scores, make_baseline, score_tasks
+from .baseline_worker import make_baseline_in_worker
 from .events import Applied, apply_event
 from .mirror import MirrorTask, ProjectMirror
 
@@ -365,9 +366,10 @@ class LiveProject:
                   config: str | None = None) -> ProjectBaseline:
         mirror = mirror if mirror is not None else self.mirror
         assert mirror is not None
+        make = make_baseline_in_worker if self.settings.sync.baseline_worker == "process" else make_baseline
         try:
-            base = make_baseline(config or self.config_xml, mirror, self.settings.report, reason=reason,
-                                 annotator_names=self.names)
+            base = make(config or self.config_xml, mirror, self.settings.report, reason=reason,
+                        annotator_names=self.names)
         except BadInput as exc:   # AdapterError and the measures' bad arguments; other errors are bugs
             raise BadInput(f"project {self.project_id}: cannot compute agreement: {exc}") from exc
         name_annotators(base.report, self.names)

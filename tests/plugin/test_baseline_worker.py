@@ -1,0 +1,85 @@
+"""A baseline made in a spawned worker process (plugin/live/baseline_worker.py) is the
+baseline made in the service's process, what the worker raises is raised as it was, and a
+worker that dies is reported, not waited for."""
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+from ls_agreement.demo.data import DEMO_CONFIG
+from ls_agreement.plugin.errors import BadInput
+from ls_agreement.plugin.live import baseline_worker
+from ls_agreement.plugin.live.baseline import make_baseline
+from ls_agreement.plugin.live.baseline_worker import BaselineWorkerDied, make_baseline_in_worker
+from ls_agreement.plugin.live.mirror import ProjectMirror
+from ls_agreement.plugin.report.model import to_jsonable
+from ls_agreement.plugin.settings import ReportSettings
+from tests.plugin.test_live_units import demo_tasks
+
+
+def _mirror(n: int, seed: int) -> ProjectMirror:
+    mirror = ProjectMirror()
+    mirror.fill(demo_tasks(n, seed=seed))
+    return mirror
+
+
+def test_the_worker_makes_the_same_baseline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Byte for byte the same report, frozen quantities and quality; blocks of a few entries,
+    so that the report comes back in many messages."""
+    monkeypatch.setattr(baseline_worker, "_TASKS_PER_BLOCK", 7)   # the worker's own blocks stay its defaults
+    mirror = _mirror(40, seed=3)
+    settings = ReportSettings(bootstrap=50, seed=1)
+    names = {"10": "ann10@example.com"}
+    here = make_baseline(DEMO_CONFIG, mirror, settings, reason="test", annotator_names=names)
+    there = make_baseline_in_worker(DEMO_CONFIG, mirror, settings, reason="test", annotator_names=names)
+    there.made_at = here.made_at            # when each was made: the one thing that differs
+    there.report.baseline = here.report.baseline
+    assert to_jsonable(there.report) == to_jsonable(here.report)
+    assert list(there.report.tasks) == list(here.report.tasks)
+    assert {n: list(c.items) for n, c in there.report.controls.items()} == \
+        {n: list(c.items) for n, c in here.report.controls.items()}
+    assert there.controls == here.controls and there.quality == here.quality
+    assert there.reason == "test" and there.config_xml == DEMO_CONFIG
+
+
+def test_what_the_worker_raises_is_raised_here() -> None:
+    mirror = ProjectMirror()
+    mirror.fill([{"id": 1, "data": {"text": "x"},
+                  "annotations": [{"id": 1, "completed_by": 1, "result": [{"from_name": "nowhere", "to_name": "x",
+                                                                           "type": "choices", "value": {"choices": ["a"]}}]}]}])
+    with pytest.raises(BadInput) as raised:
+        make_baseline_in_worker("<View><Text name='t' value='$text'/></View>", mirror, ReportSettings(strict=True))
+    with pytest.raises(BadInput) as here:
+        make_baseline("<View><Text name='t' value='$text'/></View>", mirror, ReportSettings(strict=True))
+    assert str(raised.value) == str(here.value)
+
+
+def test_a_worker_that_dies_is_reported() -> None:
+    """Killed while it computes (as the kernel kills a process out of memory): the caller
+    gets BaselineWorkerDied with the exit code, and no worker is left behind."""
+    mirror = _mirror(300, seed=4)
+    killed: list[int] = []
+
+    def kill_the_worker() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not killed:
+            for child in mp.active_children():
+                if child.name == "ls-agreement-baseline" and child.pid:
+                    time.sleep(1.0)              # past its start, into the computation
+                    os.kill(child.pid, signal.SIGKILL)
+                    killed.append(child.pid)
+                    return
+            time.sleep(0.05)
+
+    killer = threading.Thread(target=kill_the_worker)
+    killer.start()
+    with pytest.raises(BaselineWorkerDied, match="exit code -9"):
+        make_baseline_in_worker(DEMO_CONFIG, mirror, ReportSettings(bootstrap=200))
+    killer.join()
+    assert killed
+    assert not [c for c in mp.active_children() if c.name == "ls-agreement-baseline"]
