@@ -106,7 +106,17 @@ def _receive(conn: Connection) -> ProjectBaseline:
 
 
 def _work(conn: Connection) -> None:
-    """The worker: receive the snapshot, make the baseline, send it back in blocks."""
+    """The worker: receive the snapshot, make the baseline, send it back in blocks. Once
+    the service is gone (its end of the pipe closed) there is nobody to answer: it ends."""
+    try:
+        _make_and_send(conn)
+    except (EOFError, BrokenPipeError, ConnectionResetError):
+        pass
+    finally:
+        conn.close()
+
+
+def _make_and_send(conn: Connection) -> None:
     try:
         start: _Start = conn.recv()
         mirror = ProjectMirror(start.include_predictions)
@@ -115,9 +125,10 @@ def _work(conn: Connection) -> None:
                 mirror.put_task(task)
         base = make_baseline(start.config_xml, mirror, start.settings, reason=start.reason,
                              annotator_names=start.names)
+    except (EOFError, BrokenPipeError, ConnectionResetError):
+        raise
     except Exception as exc:   # sent back whole, raised there as it was raised here
         conn.send(("raised", _sendable(exc)))
-        conn.close()
         return
     items = {name: ctl.items for name, ctl in base.report.controls.items()}
     tasks = base.report.tasks
@@ -131,7 +142,6 @@ def _work(conn: Connection) -> None:
     for block in _blocks(tasks.items(), _ENTRIES_PER_BLOCK):
         conn.send(("tasks", dict(block)))
     conn.send(("end",))
-    conn.close()
 
 
 def _sendable(exc: Exception) -> Exception:
