@@ -238,6 +238,36 @@ def _code(item: Sequence[Hashable] | np.ndarray, label: np.ndarray, annotator: n
     return _Coded(task=t, row=a * k + y, label=y, annotator=a, starts=starts, order=order, items=np.asarray(items))
 
 
+def _patterns(c: _Coded) -> tuple[_Coded, np.ndarray, np.ndarray]:
+    """Tasks with the same answers — the same (annotator, label) rows, in any order — have
+    the same posterior under every parameter, so the fit reads each pattern once, weighted
+    by its tasks (a project of 6 annotators and 3 labels has a few thousand patterns
+    whatever its size). Returns the patterns coded as tasks (answers sorted by row), the
+    tasks per pattern (T',) and, per answer of ``c`` (N,), its position among the
+    patterns' answers."""
+    n = c.row.size
+    order = np.lexsort((c.row, c.task))                                  # by task, then row
+    rows = c.row[order]
+    ends = np.r_[c.starts[1:], n]
+    keys = [rows[a:b].tobytes() for a, b in zip(c.starts.tolist(), ends.tolist())]
+    pid, uniques = pd.factorize(pd.Series(keys, dtype=object), sort=False)
+    n_pat = len(uniques)
+    weight = np.bincount(pid, minlength=n_pat).astype(float)
+    first = np.empty(n_pat, dtype=np.int64)
+    first[pid[::-1]] = np.arange(pid.size)[::-1]                          # each pattern's first task
+    lengths = (ends - c.starts)[first]
+    starts = np.r_[0, np.cumsum(lengths)[:-1]].astype(np.int64)
+    at = np.repeat(c.starts[first] - starts, lengths) + np.arange(int(lengths.sum()))
+    p_rows = rows[at]
+    rank = np.empty(n, dtype=np.int64)
+    rank[order] = np.arange(n)
+    answer = starts[pid[c.task]] + rank - c.starts[c.task]
+    coded = _Coded(task=np.repeat(np.arange(n_pat), lengths), row=p_rows, label=c.label[order][at],
+                   annotator=c.annotator[order][at], starts=starts, order=np.arange(p_rows.size),
+                   items=np.arange(n_pat))
+    return coded, weight, answer
+
+
 def _pair_index(k: int) -> tuple[np.ndarray, np.ndarray]:
     a, b = np.triu_indices(k, 1)
     return a.astype(np.int64), b.astype(np.int64)
@@ -354,7 +384,13 @@ class _Problem:
     freq: np.ndarray          # (K,) label frequencies, smoothed
     n_answers: np.ndarray     # (A,)
     ambiguity: bool
+    weight: np.ndarray        # (T',) tasks of each coded task (a pattern of answers, _patterns)
+    answer: np.ndarray        # (N,) each answer's position among the coded ones
     slips: Slips = "patterned"
+
+    @property
+    def n_tasks(self) -> float:
+        return float(self.weight.sum())
 
     @property
     def pairs(self) -> tuple[np.ndarray, np.ndarray]:
@@ -389,7 +425,8 @@ def _row_sums(pb: _Problem, post: np.ndarray) -> np.ndarray:
     ``post`` (T, S), shape (A·K, S)."""
     s = post.shape[1]
     code = (pb.c.row[:, None] * s + np.arange(s)[None, :]).ravel()
-    return np.bincount(code, weights=post[pb.c.task].ravel(), minlength=pb.n_ann * pb.k * s).reshape(-1, s)
+    weights = (post * pb.weight[:, None])[pb.c.task].ravel()
+    return np.bincount(code, weights=weights, minlength=pb.n_ann * pb.k * s).reshape(-1, s)
 
 
 def _confusion(to_class: np.ndarray, slips: Slips = "patterned") -> np.ndarray:
@@ -444,18 +481,19 @@ def _start(pb: _Problem, rho: float, careful: np.ndarray) -> _Params:
     others = votes[c.task] - np.eye(k)[c.label]                         # (N, K)
     has_others = others.sum(axis=1) > 0
     agree = (others[np.arange(c.label.size), c.label] >= others.max(axis=1)) & has_others
-    n_with = np.bincount(c.annotator, weights=has_others.astype(float), minlength=pb.n_ann)
-    acc = np.bincount(c.annotator, weights=agree.astype(float), minlength=pb.n_ann) / np.maximum(n_with, 1)
+    tasks = pb.weight[c.task]                                           # (N,) tasks behind each answer
+    n_with = np.bincount(c.annotator, weights=has_others * tasks, minlength=pb.n_ann)
+    acc = np.bincount(c.annotator, weights=agree * tasks, minlength=pb.n_ann) / np.maximum(n_with, 1)
     chance = float(np.dot(pb.freq, pb.freq))
     typical = float(np.median(acc[n_with > 0])) if (n_with > 0).any() else 1.0
     theta = np.full(pb.n_ann, _THETA_START)
     if typical > chance:
         theta = np.clip((acc - chance) / (typical - chance), 0.05, _THETA_START)
     theta = np.where(careful | (n_with == 0), CAREFUL, theta)
-    weight = post[c.task] * theta[c.annotator, None]                    # (N, K)
+    weight = post[c.task] * (theta[c.annotator] * tasks)[:, None]       # (N, K)
     to_class = np.stack([np.bincount(c.label, weights=weight[:, z], minlength=k) for z in range(k)])
     conf = _confusion(to_class, pb.slips)
-    return _Params(prior=post.mean(axis=0), conf=conf, own=np.tile(conf, (pb.n_ann, 1, 1)), theta=theta,
+    return _Params(prior=(post * pb.weight[:, None]).sum(axis=0) / pb.n_tasks, conf=conf, own=np.tile(conf, (pb.n_ann, 1, 1)), theta=theta,
                    xi=np.tile(pb.freq, (pb.n_ann, 1)), rho=rho, psi=np.full(pb.pa.size, 1.0 / max(pb.pa.size, 1)), even=_EVEN_START)
 
 
@@ -479,14 +517,15 @@ def _m_step(p: _Params, pb: _Problem, r: _Reading, careful: np.ndarray) -> _Para
     if pa.size:
         # ambiguous tasks: each answer reads the pair's first class as the others pull it
         # (the even split) and is sound or departs given its reading
-        reads_first, reads_second = r.joint.readings(post[c.task, k:] / r.joint.factor())   # (N, P)
+        amb = (post[:, k:] * pb.weight[:, None])[c.task] / r.joint.factor()
+        reads_first, reads_second = r.joint.readings(amb)                                     # (N, P)
         sound = tab.sound[c.row]                                         # (N, K)
         to_first, to_second = reads_first * sound[:, pa], reads_second * sound[:, pb_]
         for q in range(pa.size):
             to_row[:, pa[q]] += np.bincount(c.row, weights=to_first[:, q], minlength=n_rows)
             to_row[:, pb_[q]] += np.bincount(c.row, weights=to_second[:, q], minlength=n_rows)
     share = to_row.sum(axis=1)                                           # (A·K,)
-    n_row = np.bincount(c.row, minlength=n_rows).astype(float)
+    n_row = np.bincount(c.row, weights=pb.weight[c.task], minlength=n_rows)
     counts = to_row.reshape(n_ann, k, k).transpose(0, 2, 1)              # (A, z, y)
     conf = _confusion(counts.sum(axis=0), pb.slips)
     own = own_confusions(np.where(careful, _own_accuracy(counts, conf), np.nan), conf)
@@ -495,11 +534,11 @@ def _m_step(p: _Params, pb: _Problem, r: _Reading, careful: np.ndarray) -> _Para
     theta = np.clip((s_count + a_s - 1) / np.maximum(pb.n_answers + a_s + b_s - 2, 1e-12), 1e-6, 1 - 1e-6)
     theta = np.where(careful, CAREFUL, theta)
     xi = np.maximum(n_row - share, 0.0).reshape(n_ann, k) + _DEPARTING_PSEUDO * pb.freq
-    state = post.sum(axis=0)
+    state = (post * pb.weight[:, None]).sum(axis=0)
     prior = state[:k] + 1.0
     rho, psi, even = p.rho, p.psi, p.even
     if pb.ambiguity:
-        rho = (float(state[k:].sum()) + _AMBIGUITY_PRIOR[0] - 1) / (post.shape[0] + sum(_AMBIGUITY_PRIOR) - 2)
+        rho = (float(state[k:].sum()) + _AMBIGUITY_PRIOR[0] - 1) / (pb.n_tasks + sum(_AMBIGUITY_PRIOR) - 2)
         rho = min(max(rho, 1e-6), 0.5)
         evenly, coins = state[k:k + pa.size], state[k + pa.size:]
         psi = evenly + coins + _PAIR_PSEUDO
@@ -518,14 +557,14 @@ def _em(p: _Params, pb: _Problem, max_iter: int, tol: float, careful: np.ndarray
     last, it = -np.inf, 0
     for it in range(1, max_iter + 1):
         r = _read(p, pb)
-        logp = float(r.norm.sum()) + _log_prior(p, pb)
+        logp = float(np.dot(r.norm, pb.weight)) + _log_prior(p, pb)
         if it > 1 and abs(logp - last) <= tol * max(abs(logp), 1.0):
             return p, logp, it
         if target is not None and it > _HOPELESS_AFTER and logp + 2.0 * (logp - last) * (max_iter - it) < target:
             return p, logp, it
         last = logp
         p = _m_step(p, pb, r, careful)
-    return p, float(_read(p, pb).norm.sum()) + _log_prior(p, pb), it
+    return p, float(np.dot(_read(p, pb).norm, pb.weight)) + _log_prior(p, pb), it
 
 
 def _predictive(p: _Params, pb: _Problem) -> tuple[np.ndarray, np.ndarray]:
@@ -544,7 +583,9 @@ def _predictive(p: _Params, pb: _Problem) -> tuple[np.ndarray, np.ndarray]:
         reads_first, reads_second = r.joint.readings(w_amb)
         u = u + (reads_first * sound[:, pa] + reads_second * sound[:, pb_]).sum(axis=1)
         total = total + w_amb.sum(axis=1)
-    return u / total / np.maximum(p.theta[c.annotator], 1e-300), p.xi[c.annotator, c.label]
+    # back to every answer (of every task a pattern stands for)
+    u = u / total / np.maximum(p.theta[c.annotator], 1e-300)
+    return u[pb.answer], p.xi[c.annotator, c.label][pb.answer]
 
 
 def fit_label_model(item: Sequence[Hashable], annotator: Sequence[Any], label: Sequence[Hashable], *,
@@ -596,8 +637,10 @@ def fit_label_model(item: Sequence[Hashable], annotator: Sequence[Any], label: S
     n_ann = len(ann_labels)
     pa, pb_ = _pair_index(k)
     counts = np.bincount(c.label, minlength=k).astype(float)
-    problem = _Problem(c=c, k=k, n_ann=n_ann, pa=pa, pb=pb_, freq=(counts + 1.0) / (counts.sum() + k),
-                       n_answers=np.bincount(c.annotator, minlength=n_ann), ambiguity=ambiguity and pa.size > 0)
+    coded, weight, answer = _patterns(c)
+    problem = _Problem(c=coded, k=k, n_ann=n_ann, pa=pa, pb=pb_, freq=(counts + 1.0) / (counts.sum() + k),
+                       n_answers=np.bincount(c.annotator, minlength=n_ann), ambiguity=ambiguity and pa.size > 0,
+                       weight=weight, answer=answer)
     careful = np.ones(n_ann, dtype=bool)
     plain = dataclasses.replace(problem, ambiguity=False)
     p, logp, n_iter = _em(_start(plain, 0.0, careful), plain, max_iter, tol, careful)

@@ -85,31 +85,30 @@ def _coefficients(first: np.ndarray, second: np.ndarray) -> np.ndarray:
     return coef
 
 
-def _without_each(coef: np.ndarray, first: np.ndarray, second: np.ndarray) -> np.ndarray:
-    """Coefficients of the product with each factor left out, shape (T, n, n, P): row ``i``
-    is ``coef / (second_i + first_i x)``. The division runs from the low degrees where
-    ``second_i`` is the larger (1 after scaling), from the high ones elsewhere: each step
-    then multiplies the error by at most 1."""
-    t, n1, p = coef.shape
-    n = n1 - 1
-    a, b = first[:, :, None, :], second[:, :, None, :]                   # (T, n, 1, P)
-    with np.errstate(over="ignore", invalid="ignore"):   # the direction not taken may overflow
-        return _divide(coef, a, b)
-
-
-def _divide(coef: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    t, n1, p = coef.shape
-    n = n1 - 1
-    c = np.broadcast_to(coef[:, None], (t, n, n1, p))
-    low = np.empty((t, n, n, p))
-    low[:, :, 0] = c[:, :, 0] / np.maximum(b[:, :, 0], _TINY)
-    for j in range(1, n):
-        low[:, :, j] = (c[:, :, j] - a[:, :, 0] * low[:, :, j - 1]) / np.maximum(b[:, :, 0], _TINY)
-    high = np.empty((t, n, n, p))
-    high[:, :, n - 1] = c[:, :, n] / np.maximum(a[:, :, 0], _TINY)
-    for j in range(n - 1, 0, -1):
-        high[:, :, j - 1] = (c[:, :, j] - b[:, :, 0] * high[:, :, j]) / np.maximum(a[:, :, 0], _TINY)
-    return np.where(b >= a, low, high)
+def _without_each(coef: np.ndarray, first: np.ndarray, second: np.ndarray, wanted: list[int]) -> dict[int, np.ndarray]:
+    """Coefficients ``wanted`` of the product with each factor left out: per index k,
+    shape (T, n, P), row ``i`` the coefficient of ``x^k`` in ``coef / (second_i + first_i x)``.
+    The division runs from the low degrees where ``second_i`` is the larger (1 after
+    scaling), from the high ones elsewhere — each step then multiplies the error by at most
+    1 — and only as far as the wanted indices."""
+    n = coef.shape[1] - 1
+    a, b = first, second                                                 # (T, n, P)
+    c = coef[:, :, None, :].transpose(0, 2, 1, 3)                        # (T, 1, n + 1, P)
+    low: dict[int, np.ndarray] = {}
+    high: dict[int, np.ndarray] = {}
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):   # the direction not taken may overflow
+        q = c[:, :, 0] / b
+        low[0] = q
+        for j in range(1, max(wanted) + 1):
+            q = (c[:, :, j] - a * q) / b
+            low[j] = q
+        q = c[:, :, n] / a
+        high[n - 1] = q
+        for j in range(n - 1, min(wanted), -1):
+            q = (c[:, :, j] - b * q) / a
+            high[j - 1] = q
+    forward = b >= a
+    return {k: np.where(forward, low[k], high[k]) for k in wanted}
 
 
 def _few(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -187,9 +186,10 @@ def even_split(starts: np.ndarray, first: np.ndarray, second: np.ndarray, at: La
         log_total[tasks] = np.log(scale).sum(axis=1) + np.log(np.maximum(total, _TINY))
         if n == 1:
             continue
-        rest = _without_each(coef, a, b)                                      # (T_n, n, n, P)
-        to_first = sum(w * rest[:, :, m - 1] for m, w in weights if m >= 1)
-        to_second = sum(w * rest[:, :, m] for m, w in weights if m <= n - 1)
+        wanted = sorted({m - 1 for m, _ in weights if m >= 1} | {m for m, _ in weights if m <= n - 1})
+        rest = _without_each(coef, a, b, wanted)                              # index -> (T_n, n, P)
+        to_first = sum(w * rest[m - 1] for m, w in weights if m >= 1)
+        to_second = sum(w * rest[m] for m, w in weights if m <= n - 1)
         both = to_first + to_second
         pull[rows] = np.where(both > 0, to_first / np.maximum(both, _TINY), 0.5)
     return EvenSplit(log_total=log_total, pull=pull)
