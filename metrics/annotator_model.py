@@ -292,20 +292,25 @@ def _tables(theta: np.ndarray, xi: np.ndarray, own: np.ndarray) -> _Tables:
     return _Tables(sound=sound, dep=dep, log=np.log(sound + dep[:, None]))
 
 
+def _pair_log_prior(psi: np.ndarray, even: float) -> np.ndarray:
+    """log P(state | ambiguous), shape (2P,): each pair split evenly, then each by coins."""
+    pair = np.log(np.maximum(psi, 1e-300))
+    return np.r_[pair + math.log(max(even, 1e-300)), pair + math.log(max(1.0 - even, 1e-300))]
+
+
 def _state_log_prior(prior: np.ndarray, rho: float, psi: np.ndarray, even: float) -> np.ndarray:
-    """log P(state), shape (K + 2P,): the classes, each pair split evenly, each pair by coins."""
-    amb = math.log(max(rho, 1e-300)) + np.log(np.maximum(psi, 1e-300))
+    """log P(state), shape (K + 2P,): the classes, then the ambiguous states."""
     return np.r_[math.log(max(1.0 - rho, 1e-300)) + np.log(prior),
-                 amb + math.log(max(even, 1e-300)), amb + math.log(max(1.0 - even, 1e-300))]
+                 math.log(max(rho, 1e-300)) + _pair_log_prior(psi, even)]
 
 
 @dataclass
 class _Joint:
     """``log`` (T, K + 2P): log P(a task's answers | state), the ambiguous states being
     each pair split evenly (:mod:`.even_split`), then each pair split by coins;
-    ``pull`` (N, 2P): per answer and ambiguous state, the probability that it reads the
-    pair's first class given the task's other answers (½ under coins); ``first``,
-    ``second`` (N, 2P): its factor if it reads the first class, the second."""
+    ``pull`` (N, P): per answer and pair split evenly, the probability that it reads the
+    pair's first class given the task's other answers (½ under coins); ``first``, ``second`` (N, P): its factor if it reads the pair's first
+    class, its second."""
 
     log: np.ndarray
     pull: np.ndarray
@@ -401,7 +406,7 @@ class _Problem:
 @dataclass
 class _Reading:
     """One E step: the tables, each state's likelihood of every task, the posteriors
-    (T, K + P) and each task's log evidence (T,)."""
+    (T, K + 2P) and each task's log evidence (T,)."""
 
     tab: _Tables
     joint: _Joint
@@ -493,8 +498,9 @@ def _start(pb: _Problem, rho: float, careful: np.ndarray) -> _Params:
     weight = post[c.task] * (theta[c.annotator] * tasks)[:, None]       # (N, K)
     to_class = np.stack([np.bincount(c.label, weights=weight[:, z], minlength=k) for z in range(k)])
     conf = _confusion(to_class, pb.slips)
-    return _Params(prior=(post * pb.weight[:, None]).sum(axis=0) / pb.n_tasks, conf=conf, own=np.tile(conf, (pb.n_ann, 1, 1)), theta=theta,
-                   xi=np.tile(pb.freq, (pb.n_ann, 1)), rho=rho, psi=np.full(pb.pa.size, 1.0 / max(pb.pa.size, 1)), even=_EVEN_START)
+    return _Params(prior=(post * pb.weight[:, None]).sum(axis=0) / pb.n_tasks, conf=conf,
+                   own=np.tile(conf, (pb.n_ann, 1, 1)), theta=theta, xi=np.tile(pb.freq, (pb.n_ann, 1)), rho=rho,
+                   psi=np.full(pb.pa.size, 1.0 / max(pb.pa.size, 1)), even=_EVEN_START)
 
 
 def _log_prior(p: _Params, pb: _Problem) -> float:
@@ -726,7 +732,7 @@ def read_labels(model: LabelModel, item: Sequence[Hashable], annotator: Sequence
     joint = jt.log
     k0 = len(model.classes)
     pairs_prior = model.pairs if model.pairs.size and model.pairs.sum() > 0 else np.full(model.pair_a.size, 1.0)
-    amb_prior = _state_log_prior(model.prior, 0.5, pairs_prior / pairs_prior.sum(), model.even_share)[k0:] - math.log(0.5)
+    amb_prior = _pair_log_prior(pairs_prior / pairs_prior.sum(), model.even_share)
     log_lr = (_logsumexp(joint[:, k0:] + amb_prior) if model.pair_a.size
               else np.full(c.starts.size, -np.inf)) - _logsumexp(joint[:, :k0] + np.log(model.prior))
     # per pair, split evenly or by coins alike

@@ -123,8 +123,7 @@ def _few(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     # three: one or two read the first class (½ each, any of three alike): the x¹ and x²
     # coefficients of Π(b + a x), over 6; with answer i left out, the other two j, k
     # give b_j b_k + (a_j b_k + b_j a_k) towards its first class, (a_j b_k + b_j a_k) + a_j a_k
-    # towards its second
-    # (in place: at 100,000 tasks every new array costs more in fresh pages than its sums)
+    # towards its second (written in place into four buffers: this runs at every EM step)
     pull = np.empty(a.shape)
     mixed, to_first, to_second, both = (np.empty(a.shape[:1] + a.shape[2:]) for _ in range(4))
     total = None
@@ -184,8 +183,6 @@ def even_split(starts: np.ndarray, first: np.ndarray, second: np.ndarray, at: La
         weights = _weights(n)
         total = sum(w * coef[:, m] for m, w in weights)                      # (T_n, P)
         log_total[tasks] = np.log(scale).sum(axis=1) + np.log(np.maximum(total, _TINY))
-        if n == 1:
-            continue
         wanted = sorted({m - 1 for m, _ in weights if m >= 1} | {m for m, _ in weights if m <= n - 1})
         rest = _without_each(coef, a, b, wanted)                              # index -> (T_n, n, P)
         to_first = sum(w * rest[m - 1] for m, w in weights if m >= 1)
