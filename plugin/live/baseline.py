@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping, Protocol
 
 import pandas as pd
 
@@ -34,7 +34,16 @@ from ..settings import ReportSettings
 from .mirror import ProjectMirror
 from .heap import release_freed_memory
 
-__all__ = ["ProjectBaseline", "make_baseline", "score_tasks", "apply_scores", "TaskScores"]
+__all__ = ["ProjectBaseline", "TaskSource", "make_baseline", "score_tasks", "apply_scores", "TaskScores"]
+
+class TaskSource(Protocol):
+    """Where a baseline reads a project's tasks: a :class:`~.mirror.ProjectMirror`, or the
+    service's snapshot streamed to a worker process (:mod:`.baseline_worker`)."""
+
+    def iter_tasks(self) -> Iterator[dict[str, Any]]:
+        """Every task in export shape, in id order (read once per pass over the project)."""
+        ...
+
 
 #: Per task id (str): per control name, the task's entry (None: no pairs on that control).
 TaskScores = dict[str, dict[str, "ItemEntry | None"]]
@@ -90,7 +99,7 @@ def _control_baseline(ctl: ControlReport, table: pd.DataFrame | None) -> Baselin
     return Baseline(ctl.distance, float(ctl.d_e or 0.0), float(ctl.threshold or 0.0), float(ctl.flag_below))
 
 
-def make_baseline(config_xml: str, mirror: ProjectMirror, settings: ReportSettings, *,
+def make_baseline(config_xml: str, mirror: TaskSource, settings: ReportSettings, *,
                   reason: str = "", annotator_names: Mapping[str, str] | None = None) -> ProjectBaseline:
     """Build the report of the whole mirror and freeze its project-level quantities.
 
@@ -108,7 +117,7 @@ def make_baseline(config_xml: str, mirror: ProjectMirror, settings: ReportSettin
         release_freed_memory()
 
 
-def _baseline_of(config_xml: str, mirror: ProjectMirror, settings: ReportSettings, reason: str,
+def _baseline_of(config_xml: str, mirror: TaskSource, settings: ReportSettings, reason: str,
                  annotator_names: Mapping[str, str] | None) -> ProjectBaseline:
     # read task by task from the packed mirror, never all of it parsed at once
     report = build_report(config_xml, mirror.iter_tasks(), settings, annotator_names=annotator_names)

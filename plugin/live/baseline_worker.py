@@ -5,9 +5,11 @@ Making a baseline runs the whole report over the project: minutes of CPU on a la
 hold. In a thread of the service it took the interpreter from the event path — events
 during a 3,000-task baseline: median 63 ms, max 0.5 s, against 40 and 52 ms idle — and its
 peak was the service's own. Here a spawned process (the service runs threads, so it is
-not forked) receives the mirror's packed tasks a block at a time, makes the baseline and
-sends it back in blocks (the per-task entries a few thousand at a time): the service's
-thread holds the interpreter only while it unpickles one block.
+not forked) makes the baseline and sends it back in blocks (the per-task entries a few
+thousand at a time): the service's thread holds the interpreter only while it unpickles
+one block. The worker does not hold the mirror: each time the baseline reads the
+project's tasks (twice where a control has the ordinal level), it asks the service, which
+streams the snapshot's packed tasks a block at a time, and unpacks them one by one.
 
 What the worker raises is raised here as it was raised there (a bad export is still a
 :class:`~ls_agreement.plugin.errors.BadInput`); a worker that dies (killed, out of memory)
@@ -46,7 +48,20 @@ class _Start:
     settings: ReportSettings
     reason: str
     names: dict[str, str]
-    include_predictions: bool
+
+
+class _ServiceTasks:
+    """In the worker: the snapshot's tasks, asked of the service each time they are read
+    (:class:`~.baseline.TaskSource`)."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+
+    def iter_tasks(self) -> Iterator[dict[str, Any]]:
+        self.conn.send(("send",))
+        while (msg := self.conn.recv())[0] == "tasks":
+            for task in msg[1]:
+                yield task.as_task()
 
 
 def _blocks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
@@ -73,11 +88,10 @@ def make_baseline_in_worker(config_xml: str, mirror: ProjectMirror, settings: Re
     theirs.close()
     try:
         try:
-            ours.send(_Start(config_xml, settings, reason, dict(annotator_names or {}), mirror.include_predictions))
-            for block in _blocks((mirror.tasks[t] for t in sorted(mirror.tasks)), _TASKS_PER_BLOCK):
-                ours.send(("tasks", block))
-            ours.send(("end",))
-            return _receive(ours)
+            ours.send(_Start(config_xml, settings, reason, dict(annotator_names or {})))
+            while (msg := ours.recv())[0] == "send":
+                _send_tasks(ours, mirror)
+            return _receive(ours, msg)
         except (EOFError, BrokenPipeError, ConnectionResetError):
             proc.join(_JOIN_SECONDS)
             raise BaselineWorkerDied(f"the baseline worker process ended without a baseline "
@@ -90,8 +104,18 @@ def make_baseline_in_worker(config_xml: str, mirror: ProjectMirror, settings: Re
             proc.join()
 
 
-def _receive(conn: Connection) -> ProjectBaseline:
-    head = conn.recv()
+def _send_tasks(conn: Connection, mirror: ProjectMirror) -> None:
+    """Every task of the snapshot, packed, a block at a time. A worker that stopped reading
+    (it failed while reading them) has sent why: it is read next."""
+    try:
+        for block in _blocks((mirror.tasks[t] for t in sorted(mirror.tasks)), _TASKS_PER_BLOCK):
+            conn.send(("tasks", block))
+        conn.send(("end",))
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+
+
+def _receive(conn: Connection, head: tuple[Any, ...]) -> ProjectBaseline:
     if head[0] == "raised":
         raise head[1]
     base: ProjectBaseline = head[1]
@@ -119,11 +143,7 @@ def _work(conn: Connection) -> None:
 def _make_and_send(conn: Connection) -> None:
     try:
         start: _Start = conn.recv()
-        mirror = ProjectMirror(start.include_predictions)
-        while (msg := conn.recv())[0] == "tasks":
-            for task in msg[1]:
-                mirror.put_task(task)
-        base = make_baseline(start.config_xml, mirror, start.settings, reason=start.reason,
+        base = make_baseline(start.config_xml, _ServiceTasks(conn), start.settings, reason=start.reason,
                              annotator_names=start.names)
     except (EOFError, BrokenPipeError, ConnectionResetError):
         raise

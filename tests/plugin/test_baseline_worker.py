@@ -83,3 +83,30 @@ def test_a_worker_that_dies_is_reported() -> None:
     killer.join()
     assert killed
     assert not [c for c in mp.active_children() if c.name == "ls-agreement-baseline"]
+
+
+def test_a_failure_while_the_tasks_stream_is_raised_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worker fails on the third of 1,200 tasks while the service is still sending them
+    (more than the pipe holds): the service stops sending and raises the worker's error, not
+    a dead worker."""
+    monkeypatch.setattr(baseline_worker, "_TASKS_PER_BLOCK", 20)
+    sent: list[int] = []
+    blocks = baseline_worker._blocks
+
+    def counted(items, size):  # type: ignore[no-untyped-def]
+        for block in blocks(items, size):
+            sent.append(len(block))
+            yield block
+
+    monkeypatch.setattr(baseline_worker, "_blocks", counted)
+    tasks = demo_tasks(1200, seed=5)
+    tasks[2]["annotations"][0]["result"].append({"from_name": "nowhere", "to_name": "text", "type": "choices",
+                                                 "value": {"choices": ["a"]}})
+    mirror = ProjectMirror()
+    mirror.fill(tasks)
+    with pytest.raises(BadInput) as raised:
+        make_baseline_in_worker(DEMO_CONFIG, mirror, ReportSettings(strict=True))
+    assert sum(sent) < len(tasks), "the stream was cut short"
+    with pytest.raises(BadInput) as here:
+        make_baseline(DEMO_CONFIG, mirror, ReportSettings(strict=True))
+    assert str(raised.value) == str(here.value) and "nowhere" in str(here.value)
