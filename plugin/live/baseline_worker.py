@@ -18,7 +18,10 @@ is a :class:`BaselineWorkerDied`, and the baseline in place stays.
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 import pickle
+import threading
+import time
 import traceback
 from dataclasses import dataclass
 from itertools import islice
@@ -36,6 +39,7 @@ _TASKS_PER_BLOCK = 2000
 #: Per-task entries per message back (one unpickling holds the service's interpreter).
 _ENTRIES_PER_BLOCK = 5000
 _JOIN_SECONDS = 10.0
+_WATCH_SECONDS = 1.0
 
 
 class BaselineWorkerDied(RuntimeError):
@@ -130,8 +134,11 @@ def _receive(conn: Connection, head: tuple[Any, ...]) -> ProjectBaseline:
 
 
 def _work(conn: Connection) -> None:
-    """The worker: receive the snapshot, make the baseline, send it back in blocks. Once
-    the service is gone (its end of the pipe closed) there is nobody to answer: it ends."""
+    """The worker: make the baseline, send it back in blocks. Once the service is gone
+    there is nobody to answer: it ends — at its next message if the service's end of the
+    pipe closed, within a second if the service was killed while the worker computes
+    (:func:`_end_with_the_service`)."""
+    _end_with_the_service(os.getppid())
     try:
         _make_and_send(conn)
     except (EOFError, BrokenPipeError, ConnectionResetError):
@@ -162,6 +169,18 @@ def _make_and_send(conn: Connection) -> None:
     for block in _blocks(tasks.items(), _ENTRIES_PER_BLOCK):
         conn.send(("tasks", dict(block)))
     conn.send(("end",))
+
+
+def _end_with_the_service(service: int) -> None:
+    """A daemon thread that ends this process once its parent is no longer ``service``: a
+    killed service runs no exit handler, and a baseline of a large project computes for
+    minutes before it next writes to the pipe."""
+    def watch() -> None:
+        while os.getppid() == service:
+            time.sleep(_WATCH_SECONDS)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="ls-agreement-baseline-watch", daemon=True).start()
 
 
 def _sendable(exc: Exception) -> Exception:

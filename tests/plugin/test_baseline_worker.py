@@ -110,3 +110,60 @@ def test_a_failure_while_the_tasks_stream_is_raised_here(monkeypatch: pytest.Mon
     with pytest.raises(BadInput) as here:
         make_baseline(DEMO_CONFIG, mirror, ReportSettings(strict=True))
     assert str(raised.value) == str(here.value) and "nowhere" in str(here.value)
+
+
+def test_a_worker_ends_with_the_service_that_started_it(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A service killed while its worker computes (no exit handler runs): the worker ends
+    within seconds instead of computing on for nobody (without the watch it computed the
+    whole report first)."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = tmp_path / "service.py"
+    script.write_text(textwrap.dedent("""
+        import sys
+        from ls_agreement.demo.data import DEMO_CONFIG
+        from ls_agreement.plugin.live import baseline_worker
+        from ls_agreement.plugin.live.mirror import ProjectMirror
+        from ls_agreement.plugin.settings import ReportSettings
+        from tests.plugin.test_live_units import demo_tasks
+
+        send = baseline_worker._send_tasks
+
+        def told(conn, mirror):
+            send(conn, mirror)
+            print("sent", flush=True)      # the worker has every task: it computes now
+
+        if __name__ == "__main__":
+            baseline_worker._send_tasks = told
+            mirror = ProjectMirror()
+            mirror.fill(demo_tasks(1500, seed=6))
+            baseline_worker.make_baseline_in_worker(DEMO_CONFIG, mirror, ReportSettings(bootstrap=4000))
+    """))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")]))
+    service = subprocess.Popen([sys.executable, str(script)], cwd=os.getcwd(), env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        assert service.stdout is not None and service.stdout.readline().strip() == "sent"
+        workers = subprocess.run(["pgrep", "-P", str(service.pid), "-f", "spawn_main"], capture_output=True,
+                                 text=True).stdout.split()
+        assert len(workers) == 1
+        worker = int(workers[0])
+        time.sleep(1.0)
+    finally:
+        service.kill()
+        service.wait()
+
+    def alive() -> bool:
+        try:
+            return b"spawn_main" in open(f"/proc/{worker}/cmdline", "rb").read()
+        except OSError:
+            return False
+
+    deadline = time.monotonic() + 5 * baseline_worker._WATCH_SECONDS
+    while time.monotonic() < deadline and alive():
+        time.sleep(0.1)
+    still = alive()
+    if still:
+        os.kill(worker, signal.SIGKILL)
+    assert not still, "the worker computed on after its service was killed"
