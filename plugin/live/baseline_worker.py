@@ -23,6 +23,7 @@ import pickle
 import threading
 import time
 import traceback
+import warnings
 from dataclasses import dataclass
 from itertools import islice
 from multiprocessing.connection import Connection
@@ -32,7 +33,7 @@ from ..settings import ReportSettings
 from .baseline import ProjectBaseline, make_baseline
 from .mirror import ProjectMirror
 
-__all__ = ["BaselineWorkerDied", "make_baseline_in_worker"]
+__all__ = ["BaselineWorkerDied", "BaselineWorkerDidNotStart", "make_baseline_in_worker"]
 
 #: Tasks per message to the worker (packed: about 10 MB at the demo's size).
 _TASKS_PER_BLOCK = 2000
@@ -44,6 +45,12 @@ _WATCH_SECONDS = 1.0
 
 class BaselineWorkerDied(RuntimeError):
     """The worker process ended without sending a baseline (killed, out of memory)."""
+
+
+class BaselineWorkerDidNotStart(BaselineWorkerDied):
+    """The worker ended before it asked for the tasks: a spawned interpreter could not start
+    here (its parent's ``__main__`` cannot be re-imported — a script read from standard
+    input —, a frozen application, no ``sys.executable``)."""
 
 
 @dataclass(frozen=True)
@@ -75,31 +82,50 @@ def _blocks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
 
 
 def make_baseline_in_worker(config_xml: str, mirror: ProjectMirror, settings: ReportSettings, *,
-                            reason: str = "", annotator_names: Mapping[str, str] | None = None) -> ProjectBaseline:
+                            reason: str = "", annotator_names: Mapping[str, str] | None = None,
+                            fallback: bool = False) -> ProjectBaseline:
     """:func:`~.baseline.make_baseline` in a spawned process; the same baseline.
+
+    ``fallback``: where no worker can start here (:class:`BaselineWorkerDidNotStart`), make
+    the baseline in this process instead, with a warning, rather than fail every baseline.
 
     Raises
     ------
     BadInput, ValueError
         What ``make_baseline`` raised in the worker.
     BaselineWorkerDied
-        The worker ended without a baseline.
+        The worker ended without a baseline (:class:`BaselineWorkerDidNotStart`: before it
+        asked for the tasks, unless ``fallback``).
     """
+    try:
+        return _in_worker(config_xml, mirror, settings, reason, annotator_names)
+    except BaselineWorkerDidNotStart as exc:
+        if not fallback:
+            raise
+        warnings.warn(f"{exc}: the baseline is made in this process", RuntimeWarning, stacklevel=2)
+        return make_baseline(config_xml, mirror, settings, reason=reason, annotator_names=annotator_names)
+
+
+def _in_worker(config_xml: str, mirror: ProjectMirror, settings: ReportSettings, reason: str,
+               annotator_names: Mapping[str, str] | None) -> ProjectBaseline:
     ctx = mp.get_context("spawn")
     ours, theirs = ctx.Pipe(duplex=True)
     proc = ctx.Process(target=_work, args=(theirs,), name="ls-agreement-baseline", daemon=True)
     proc.start()
     theirs.close()
+    asked = False
     try:
         try:
             ours.send(_Start(config_xml, settings, reason, dict(annotator_names or {})))
             while (msg := ours.recv())[0] == "send":
+                asked = True
                 _send_tasks(ours, mirror)
             return _receive(ours, msg)
         except (EOFError, BrokenPipeError, ConnectionResetError):
             proc.join(_JOIN_SECONDS)
-            raise BaselineWorkerDied(f"the baseline worker process ended without a baseline "
-                                     f"(exit code {proc.exitcode})") from None
+            died = BaselineWorkerDied if asked else BaselineWorkerDidNotStart
+            raise died(f"the baseline worker process ended without a baseline "
+                       f"(exit code {proc.exitcode})") from None
     finally:
         ours.close()
         proc.join(_JOIN_SECONDS)

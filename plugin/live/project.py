@@ -366,10 +366,13 @@ class LiveProject:
                   config: str | None = None) -> ProjectBaseline:
         mirror = mirror if mirror is not None else self.mirror
         assert mirror is not None
-        make = make_baseline_in_worker if self.settings.sync.baseline_worker == "process" else make_baseline
         try:
-            base = make(config or self.config_xml, mirror, self.settings.report, reason=reason,
-                        annotator_names=self.names)
+            if self.settings.sync.baseline_worker == "process":
+                base = make_baseline_in_worker(config or self.config_xml, mirror, self.settings.report,
+                                               reason=reason, annotator_names=self.names, fallback=True)
+            else:
+                base = make_baseline(config or self.config_xml, mirror, self.settings.report, reason=reason,
+                                     annotator_names=self.names)
         except BadInput as exc:   # AdapterError and the measures' bad arguments; other errors are bugs
             raise BadInput(f"project {self.project_id}: cannot compute agreement: {exc}") from exc
         name_annotators(base.report, self.names)

@@ -167,3 +167,38 @@ def test_a_worker_ends_with_the_service_that_started_it(tmp_path) -> None:  # ty
     if still:
         os.kill(worker, signal.SIGKILL)
     assert not still, "the worker computed on after its service was killed"
+
+
+def test_where_no_worker_can_start_the_baseline_is_made_here(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A service run from a script on standard input: a spawned interpreter cannot re-import
+    its ``__main__``, so no worker starts. Without the fallback that is a failure named for
+    what it is; with it (as serve calls it) the baseline is made in the service, with a warning."""
+    import subprocess
+    import sys
+
+    script = """
+import warnings
+from ls_agreement.demo.data import DEMO_CONFIG
+from ls_agreement.plugin.live.baseline_worker import BaselineWorkerDidNotStart, make_baseline_in_worker
+from ls_agreement.plugin.live.mirror import ProjectMirror
+from ls_agreement.plugin.settings import ReportSettings
+from tests.plugin.test_live_units import demo_tasks
+
+mirror = ProjectMirror()
+mirror.fill(demo_tasks(30, seed=7))
+try:
+    make_baseline_in_worker(DEMO_CONFIG, mirror, ReportSettings(bootstrap=0))
+    print("made in a worker")
+except BaselineWorkerDidNotStart:
+    print("did not start")
+with warnings.catch_warnings(record=True) as seen:
+    warnings.simplefilter("always")
+    base = make_baseline_in_worker(DEMO_CONFIG, mirror, ReportSettings(bootstrap=0), fallback=True)
+print(len(base.report.tasks), [str(w.message) for w in seen if "made in this process" in str(w.message)])
+"""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")]))
+    run = subprocess.run([sys.executable, "-"], input=script, capture_output=True, text=True, cwd=os.getcwd(),
+                         env=env, timeout=300)
+    lines = run.stdout.strip().splitlines()
+    assert lines[0] == "did not start", run.stdout + run.stderr
+    assert lines[1].startswith("30 [") and "exit code" in lines[1]
