@@ -3,6 +3,7 @@ baseline made in the service's process, what the worker raises is raised as it w
 worker that dies is reported, not waited for."""
 from __future__ import annotations
 
+import gc
 import multiprocessing as mp
 import os
 import signal
@@ -202,3 +203,45 @@ print(len(base.report.tasks), [str(w.message) for w in seen if "made in this pro
     lines = run.stdout.strip().splitlines()
     assert lines[0] == "did not start", run.stdout + run.stderr
     assert lines[1].startswith("30 [") and "exit code" in lines[1]
+
+
+def test_a_received_baseline_is_out_of_the_collectors_reach(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The blocks are unpickled with the collector off (no full pass over the service's heap
+    while events wait) and the baseline is frozen once it is in; a failed receipt freezes
+    nothing and leaves the collector on."""
+    monkeypatch.setattr(baseline_worker, "_TASKS_PER_BLOCK", 7)
+    seen: list[bool] = []
+    real = baseline_worker._receive
+
+    def watching(conn, head):  # type: ignore[no-untyped-def]
+        def recv():  # type: ignore[no-untyped-def]
+            seen.append(gc.isenabled())
+            return real_recv()
+        real_recv = conn.recv
+        monkeypatch.setattr(conn, "recv", recv, raising=False)
+        return real(conn, head)
+
+    gc.unfreeze()
+    try:
+        monkeypatch.setattr(baseline_worker, "_receive", watching)
+        base = make_baseline_in_worker(DEMO_CONFIG, _mirror(30, seed=2), ReportSettings(bootstrap=0))
+        assert gc.isenabled()
+        assert seen and not any(seen)          # every block unpickled with the collector off
+        entry = next(iter(base.report.tasks.values()))
+        assert gc.get_freeze_count() > 0 and gc.is_tracked(entry)
+        assert not any(entry is o for o in gc.get_objects())   # frozen: in none of its generations
+        gc.unfreeze()
+        with pytest.raises(BadInput):
+            make_baseline_in_worker("<View><Text name='t' value='$text'/></View>", _bad_mirror(),
+                                    ReportSettings(strict=True))
+        assert gc.isenabled() and gc.get_freeze_count() == 0
+    finally:
+        gc.unfreeze()
+
+
+def _bad_mirror() -> ProjectMirror:
+    mirror = ProjectMirror()
+    mirror.fill([{"id": 1, "data": {"text": "x"},
+                  "annotations": [{"id": 1, "completed_by": 1, "result": [{"from_name": "nowhere", "to_name": "x",
+                                                                           "type": "choices", "value": {"choices": ["a"]}}]}]}])
+    return mirror
