@@ -25,7 +25,6 @@ import threading
 import time
 import traceback
 import warnings
-from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import islice
 from multiprocessing.connection import Connection
@@ -115,11 +114,13 @@ def _in_worker(config_xml: str, mirror: ProjectMirror, settings: ReportSettings,
     proc = ctx.Process(target=_work, args=(theirs,), name="ls-agreement-baseline", daemon=True)
     proc.start()
     theirs.close()
-    asked = False
+    asked, collector = False, gc.isenabled()
     try:
         try:
             ours.send(_Start(config_xml, settings, reason, dict(annotator_names or {})))
-            while (msg := ours.recv())[0] == "send":
+            while (msg := _held(ours))[0] == "send":
+                if collector:        # a request for the tasks: the baseline is not coming yet
+                    gc.enable()
                 asked = True
                 _send_tasks(ours, mirror)
             return _receive(ours, msg)
@@ -129,6 +130,8 @@ def _in_worker(config_xml: str, mirror: ProjectMirror, settings: ReportSettings,
             raise died(f"the baseline worker process ended without a baseline "
                        f"(exit code {proc.exitcode})") from None
     finally:
+        if collector:
+            gc.enable()
         ours.close()
         proc.join(_JOIN_SECONDS)
         if proc.is_alive():
@@ -148,44 +151,40 @@ def _send_tasks(conn: Connection, mirror: ProjectMirror) -> None:
 
 
 def _receive(conn: Connection, head: tuple[Any, ...]) -> ProjectBaseline:
+    """The baseline, its head then its blocks, read with the collector off (:func:`_held`);
+    frozen once the last block is in."""
     if head[0] == "raised":
         raise head[1]
     base: ProjectBaseline = head[1]
-    with _collector_held():
-        while True:
-            msg = conn.recv()
-            if msg[0] == "items":
-                base.report.controls[msg[1]].items.update(msg[2])
-            elif msg[0] == "tasks":
-                base.report.tasks.update(msg[1])
-            else:
-                return base
+    while True:
+        msg = _held(conn)
+        if msg[0] == "items":
+            base.report.controls[msg[1]].items.update(msg[2])
+        elif msg[0] == "tasks":
+            base.report.tasks.update(msg[1])
+        else:
+            gc.freeze()
+            return base
 
 
-@contextmanager
-def _collector_held() -> Iterator[None]:
-    """The cyclic collector off while a baseline's blocks are unpickled, and what they built
-    moved out of its reach once the last one is in (``gc.freeze``).
+def _held(conn: Connection) -> Any:
+    """The next message, waited for with the collector as it is and unpickled with it off;
+    the caller switches it back on (:func:`_in_worker`'s ``finally``).
 
-    Unpickling a block of 5,000 per-task entries allocates enough to set off the
-    collector's full pass, which walks every tracked object of the service: the baseline in
-    place and the one arriving. Measured at 10,000 demo tasks, one pass took 322 ms of the
-    397 ms a block took to receive, and the events beside it waited. The entries are kept
-    until the next baseline and hold no reference cycles, so the collector has nothing to
-    find in them: frozen, they are freed by reference counting when the baseline is
-    replaced and never walked again. The switch is process-wide: for the few seconds the
-    blocks take, the service's other threads run without collections, and reference
-    cycles they dropped in those seconds are frozen with the baseline (kept, never freed):
-    the event path makes few, against a pass of hundreds of milliseconds per block. A
-    receipt that fails leaves nothing frozen, and the collector as it was."""
-    was_on = gc.isenabled()
+    Unpickling the baseline (its head, then blocks of 5,000 per-task entries) allocates
+    enough to set off the collector's full pass, which walks every tracked object of the
+    service. Measured at 10,000 demo tasks: one pass of about 300 ms as the head or a block
+    was unpickled, and the event beside it waited as long (the worst of 335 events, 386 ms,
+    against 54 ms idle). The entries are kept until the next baseline and hold no
+    reference cycles, so the collector has nothing to find in them: once the last block
+    is in they are frozen (``gc.freeze``), freed by reference counting when the baseline is
+    replaced and never walked again. The switch is process-wide: for the second or two
+    the blocks take, the service's other threads run without collections, and reference
+    cycles they dropped in those seconds are frozen with the baseline (kept, never freed);
+    the event path makes few. A receipt that fails freezes nothing."""
+    raw = conn.recv_bytes()
     gc.disable()
-    try:
-        yield
-        gc.freeze()
-    finally:
-        if was_on:
-            gc.enable()
+    return pickle.loads(raw)
 
 
 def _work(conn: Connection) -> None:

@@ -6,9 +6,11 @@ from __future__ import annotations
 import gc
 import multiprocessing as mp
 import os
+import pickle
 import signal
 import threading
 import time
+import types
 
 import pytest
 
@@ -206,27 +208,34 @@ print(len(base.report.tasks), [str(w.message) for w in seen if "made in this pro
 
 
 def test_a_received_baseline_is_out_of_the_collectors_reach(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The blocks are unpickled with the collector off (no full pass over the service's heap
-    while events wait) and the baseline is frozen once it is in; a failed receipt freezes
-    nothing and leaves the collector on."""
+    """The baseline (its head and every block) is unpickled with the collector off, so no
+    full pass over the service's heap runs while events wait, and it is frozen once it is
+    in; the collector is on while the worker computes (its requests for the tasks), and
+    after. A failed receipt freezes nothing."""
     monkeypatch.setattr(baseline_worker, "_TASKS_PER_BLOCK", 7)
-    seen: list[bool] = []
-    real = baseline_worker._receive
+    loaded: list[tuple[str, bool]] = []
+    sending: list[bool] = []
 
-    def watching(conn, head):  # type: ignore[no-untyped-def]
-        def recv():  # type: ignore[no-untyped-def]
-            seen.append(gc.isenabled())
-            return real_recv()
-        real_recv = conn.recv
-        monkeypatch.setattr(conn, "recv", recv, raising=False)
-        return real(conn, head)
+    def loads(raw):  # type: ignore[no-untyped-def]
+        msg = pickle.loads(raw)
+        loaded.append((msg[0], gc.isenabled()))
+        return msg
 
+    real_send = baseline_worker._send_tasks
+
+    def send_tasks(conn, mirror):  # type: ignore[no-untyped-def]
+        sending.append(gc.isenabled())
+        real_send(conn, mirror)
+
+    monkeypatch.setattr(baseline_worker, "pickle", types.SimpleNamespace(loads=loads, dumps=pickle.dumps))
+    monkeypatch.setattr(baseline_worker, "_send_tasks", send_tasks)
     gc.unfreeze()
     try:
-        monkeypatch.setattr(baseline_worker, "_receive", watching)
         base = make_baseline_in_worker(DEMO_CONFIG, _mirror(30, seed=2), ReportSettings(bootstrap=0))
-        assert gc.isenabled()
-        assert seen and not any(seen)          # every block unpickled with the collector off
+        assert gc.isenabled() and sending and all(sending)
+        kinds = [k for k, _ in loaded]
+        assert kinds[0] == "send" and "baseline" in kinds and "items" in kinds and kinds[-1] == "end"
+        assert not any(on for k, on in loaded if k != "send")     # head and blocks: collector off
         entry = next(iter(base.report.tasks.values()))
         assert gc.get_freeze_count() > 0 and gc.is_tracked(entry)
         assert not any(entry is o for o in gc.get_objects())   # frozen: in none of its generations
