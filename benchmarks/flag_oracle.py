@@ -3,7 +3,8 @@
 The issue measured what is reachable by flagging the tasks whose posterior of a planted
 problem, under the model that generated the project, reaches ½. Here that posterior is
 computed exactly from ``benchmarks/flag_shapes.py``'s plan: per task, every true label,
-true rating, ambiguous second label and order of the alternating readings, and for the bad
+true rating, ambiguous second label and order of the alternating readings (or each
+careful reading a coin), and for the bad
 annotator whether their answer was careful — with the generator's own parameters (careful
 accuracy, label prior, share of ambiguous tasks, the bad annotator's behaviour). No fit:
 it is the ceiling a model fitted on the answers works under.
@@ -43,8 +44,11 @@ def oracle_flags(proj: ShapeProject) -> set[str] | None:
         total = planted = 0.0
         for (zi, z), s in itertools.product(enumerate(LABELS), scores):
             p_truth = plan.prior[zi] / len(scores)
-            states: list[tuple[float, str | None, bool]] = [(1.0 - plan.ambiguous, None, False)]
+            states: list[tuple[float, str | None, bool | None]] = [(1.0 - plan.ambiguous, None, False)]
             for alt in (x for x in LABELS if x != z):
+                if plan.split == "coins":        # flip None: each careful reading a coin
+                    states.append((plan.ambiguous / (len(LABELS) - 1), alt, None))
+                    continue
                 for flip in (False, True):
                     states.append((plan.ambiguous / (len(LABELS) - 1) / 2, alt, flip))
             for p_state, alt, flip in states:
@@ -53,9 +57,14 @@ def oracle_flags(proj: ShapeProject) -> set[str] | None:
                 weight = p_truth * p_state
                 bad_all, bad_departs = 1.0, 0.0     # the bad annotator's factor, and its departing part
                 for pos, (uid, y, r) in enumerate(answers):
-                    reading = alt if alt is not None and (pos % 2 == 1) != flip else z
-                    careful = (acc if y == reading else (1 - acc) / (len(LABELS) - 1)) * \
-                        (careful_rating_p(r, s, acc) if r is not None else 1.0)
+                    if alt is None:
+                        readings = [z]
+                    elif flip is None:
+                        readings = [z, alt]
+                    else:
+                        readings = [alt if (pos % 2 == 1) != flip else z]
+                    label_p = sum(acc if y == x else (1 - acc) / (len(LABELS) - 1) for x in readings) / len(readings)
+                    careful = label_p * (careful_rating_p(r, s, acc) if r is not None else 1.0)
                     if uid == bad and plan.bad is not None:
                         other = plan.bad.not_careful(y, r, s)
                         bad_all = plan.bad.careful_share * careful + other

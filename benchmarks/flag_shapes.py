@@ -33,7 +33,7 @@ from __future__ import annotations
 import dataclasses
 import random
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 
 __all__ = ["Bad", "LabelsPlan", "Shape", "ShapeProject", "SHAPES", "make_project", "careful_rating_p"]
 
@@ -105,6 +105,9 @@ class LabelsPlan:
     rating: bool = False
     ambiguous: float = 0.0
     bad: Bad | None = None
+    #: how an ambiguous task's careful annotators read its two labels: alternately (an even
+    #: split) or each by a coin
+    split: Literal["even", "coins"] = "even"
 
 
 @dataclass
@@ -185,7 +188,8 @@ def _config(*parts: str) -> str:
 def _labels_project(rng: random.Random, name: str, plan: LabelsPlan) -> ShapeProject:
     """A Choices (and Rating) project made by ``plan``: careful annotators right with
     probability ``accuracy`` (a slip to another label, a rating a point off); on an ambiguous
-    task they read its two labels alternately; the bad annotator answers by ``plan.bad``."""
+    task they read its two labels alternately (or each by a coin: ``plan.split``); the bad
+    annotator answers by ``plan.bad``."""
     n_tasks, pool, who = _layout(rng)
     bad_id = pool[0] if plan.bad is not None else None
     proj = ShapeProject(name=name, config=_config(TEXT_XML, CHOICE_XML, *([RATING_XML] if plan.rating else [])),
@@ -205,7 +209,12 @@ def _labels_project(rng: random.Random, name: str, plan: LabelsPlan) -> ShapePro
                 if plan.bad is not None and plan.bad.departs(y, r if plan.rating else None, label, score):
                     proj.planted.add(tid)
             else:
-                reading = alt if alt is not None and (pos % 2 == 1) != flip else label
+                if alt is None:
+                    reading = label
+                elif plan.split == "coins":
+                    reading = alt if rng.random() < 0.5 else label
+                else:
+                    reading = alt if (pos % 2 == 1) != flip else label
                 y = reading if rng.random() < plan.accuracy else _slip(rng, reading)
                 r = _careful_rating(rng, score, plan.accuracy)
             seen.add(y)
@@ -287,13 +296,15 @@ SHAPES: tuple[Shape, ...] = (
 )
 
 
-def make_project(shape: Shape, seed: int, careful: float | None = None) -> ShapeProject:
+def make_project(shape: Shape, seed: int, careful: float | None = None,
+                 split: Literal["even", "coins"] | None = None) -> ShapeProject:
     """The project of ``shape`` for ``seed`` (the same seed gives the same project);
-    ``careful``: another accuracy for the careful annotators of a Choices project (the
-    other shapes ignore it)."""
+    ``careful``: another accuracy for the careful annotators of a Choices project;
+    ``split``: how they read an ambiguous task's two labels (the other shapes ignore both)."""
     rng = random.Random(f"{shape.name}/{seed}")
     if shape.plan is not None:
         plan = shape.plan if careful is None else dataclasses.replace(shape.plan, accuracy=careful)
+        plan = plan if split is None else dataclasses.replace(plan, split=split)
         return _labels_project(rng, shape.name, plan)
     assert shape.make is not None
     return shape.make(rng)

@@ -48,6 +48,9 @@ from .sound_share import CAREFUL, DEPARTS_AT, sound_profile
 
 #: How a careful answer's slips spread over the other classes (C's off-diagonal).
 Slips = Literal["patterned", "even"]
+#: How an ambiguous task's careful annotators split: evenly or by coins in a share λ, or
+#: all by coins (λ = 0: one number less to pay for).
+Split = Literal["mixed", "coins"]
 
 __all__ = ["LabelModel", "LabelReading", "fit_label_model", "read_labels", "own_confusions", "SOUND_PRIOR", "CAREFUL",
            "DEPARTS_AT"]
@@ -392,6 +395,7 @@ class _Problem:
     weight: np.ndarray        # (T',) tasks of each coded task (a pattern of answers, _patterns)
     answer: np.ndarray        # (N,) each answer's position among the coded ones
     slips: Slips = "patterned"
+    split: Split = "mixed"
 
     @property
     def n_tasks(self) -> float:
@@ -500,7 +504,7 @@ def _start(pb: _Problem, rho: float, careful: np.ndarray) -> _Params:
     conf = _confusion(to_class, pb.slips)
     return _Params(prior=(post * pb.weight[:, None]).sum(axis=0) / pb.n_tasks, conf=conf,
                    own=np.tile(conf, (pb.n_ann, 1, 1)), theta=theta, xi=np.tile(pb.freq, (pb.n_ann, 1)), rho=rho,
-                   psi=np.full(pb.pa.size, 1.0 / max(pb.pa.size, 1)), even=_EVEN_START)
+                   psi=np.full(pb.pa.size, 1.0 / max(pb.pa.size, 1)), even=0.0 if pb.split == "coins" else _EVEN_START)
 
 
 def _log_prior(p: _Params, pb: _Problem) -> float:
@@ -509,7 +513,8 @@ def _log_prior(p: _Params, pb: _Problem) -> float:
     if pb.ambiguity:
         out += (_AMBIGUITY_PRIOR[0] - 1) * math.log(max(p.rho, 1e-300)) + \
             (_AMBIGUITY_PRIOR[1] - 1) * math.log1p(-p.rho)
-        out += (_EVEN_PRIOR[0] - 1) * math.log(max(p.even, 1e-300)) + (_EVEN_PRIOR[1] - 1) * math.log1p(-p.even)
+        if pb.split == "mixed":
+            out += (_EVEN_PRIOR[0] - 1) * math.log(max(p.even, 1e-300)) + (_EVEN_PRIOR[1] - 1) * math.log1p(-p.even)
     return out
 
 
@@ -549,7 +554,8 @@ def _m_step(p: _Params, pb: _Problem, r: _Reading, careful: np.ndarray) -> _Para
         evenly, coins = state[k:k + pa.size], state[k + pa.size:]
         psi = evenly + coins + _PAIR_PSEUDO
         psi = psi / psi.sum()
-        even = (float(evenly.sum()) + _EVEN_PRIOR[0] - 1) / (float(evenly.sum() + coins.sum()) + sum(_EVEN_PRIOR) - 2)
+        even = 0.0 if pb.split == "coins" else \
+            (float(evenly.sum()) + _EVEN_PRIOR[0] - 1) / (float(evenly.sum() + coins.sum()) + sum(_EVEN_PRIOR) - 2)
     return _Params(prior=prior / prior.sum(), conf=conf, own=own, theta=theta,
                    xi=xi / xi.sum(axis=1, keepdims=True), rho=rho, psi=psi, even=even)
 
@@ -666,7 +672,8 @@ def fit_label_model(item: Sequence[Hashable], annotator: Sequence[Any], label: S
         # careful annotators' slips split a few tasks alike by chance, and a component of
         # P free numbers fitted to T tasks gains about P/2 log T from chance alone (BIC) —
         # a fixed bar let a null project of 370 tasks read 7 % of them as ambiguous
-        bar = AMBIGUOUS_PER_PARAMETER * (pa.size + 1) * math.log(max(c.starts.size, 2))
+        per_parameter = AMBIGUOUS_PER_PARAMETER * math.log(max(c.starts.size, 2))
+        bar = per_parameter * (pa.size + 1)
         best: tuple[_Params, float, int] | None = None
         for rho in _AMBIGUITY_STARTS:
             # a component with nothing to explain shrinks slowly (hundreds of steps on a
@@ -678,10 +685,24 @@ def fit_label_model(item: Sequence[Hashable], annotator: Sequence[Any], label: S
             n_iter += fit[2]
             if best is None or fit[1] > best[1]:
                 best = fit
+        chosen = plain
         if best is not None and best[1] >= logp + bar:
             p, logp, _ = best
-            plain = problem
-        problem = plain
+            chosen = problem
+        elif best is not None:
+            # where the mixed reading does not pay for λ, ambiguity all split by coins (ρ and
+            # ψ: one number less) may: ambiguous tasks whose careful annotators each toss a
+            # coin, 2–5 answers a task and slips 1 in 100, had the mixed fit fall short of
+            # its bar, and the ambiguity was read as slips. Where the mixed reading pays,
+            # it stands: on even splits, coins alone read slips as ambiguity too.
+            coins = dataclasses.replace(problem, split="coins")
+            fit = _em(dataclasses.replace(best[0], even=0.0), coins, min(max_iter, _AMBIGUITY_ITER), tol, careful,
+                      target=logp + bar - per_parameter)
+            n_iter += fit[2]
+            if fit[1] >= logp + bar - per_parameter:
+                p, logp, _ = fit
+                chosen = coins
+        problem = chosen
     prof = sound_profile(*_predictive(p, problem), c.annotator, n_ann)
     for _ in range(n_ann):
         freed = careful & (prof.gain() >= DEPARTS_AT)
