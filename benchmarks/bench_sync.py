@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import subprocess
 import sys
 import tempfile
 import time
@@ -244,6 +245,7 @@ def bench_demo(n: int, bootstrap: int, db: str = "sqlite") -> int:
                 t, r = _timed(lambda: sync_project(server.url, server.token, pid, settings,
                                                    out_dir=Path(tmp) / "out", progress=False))
                 rows.append((name, t, r))
+            memory = _memory(server, pid, Path(tmp), bootstrap)
         finally:
             server.stop()
             if pg is not None:
@@ -251,10 +253,49 @@ def bench_demo(n: int, bootstrap: int, db: str = "sqlite") -> int:
     print(f"\nsync benchmark, demo project: {n} tasks, 5 controls, 3-5 annotators per task, "
           f"bootstrap {bootstrap}, Label Studio on {db} (import {t_import:.0f} s)")
     _table(t_export, rows)
+    print(f"peak memory (issue 24; each in its own process, its peak resident set): "
+          f"a sync (`ls-agreement sync`, no change) {memory['sync']:.0f} MB; "
+          f"`json.load` of the same export {memory['json.load']:.0f} MB "
+          f"(the export {memory['export']:.0f} MB)")
     ratio = rows[0][1] / t_export
     print(f"\nfirst sync with bulk action / bare export = {ratio:6.2f}  (target <= 3.00)  "
           f"{'PASS' if ratio <= 3 else 'FAIL'}")
     return 0 if ratio <= 3 else 1
+
+
+def _peak_mb(cmd: list[str]) -> float:
+    """A command's own peak resident set in MB: its ``VmHWM``, read while it runs (the
+    kernel's ``ru_maxrss`` of a child starts from its parent's size at the fork)."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    peak = 0
+    while True:
+        try:
+            with open(f"/proc/{proc.pid}/status") as fh:
+                peak = max([peak] + [int(line.split()[1]) for line in fh if line.startswith("VmHWM:")])
+        except OSError:
+            pass
+        if proc.poll() is not None:
+            break
+        time.sleep(0.02)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{cmd[:4]} failed: {proc.stderr.read().decode()[-2000:] if proc.stderr else ''}")
+    return peak / 1024
+
+
+def _memory(server: Any, pid: int, tmp: Path, bootstrap: int) -> dict[str, float]:
+    """Peak memory of a sync as the command, and of ``json.load`` of the export it reads."""
+    path = tmp / "export.json"
+    with path.open("wb") as fh:
+        for chunk in server.client().projects.exports.download_sync(pid, export_type="JSON",
+                                                                     download_all_tasks=True):
+            fh.write(chunk)
+    conf = tmp / "sync.toml"
+    conf.write_text(f"[report]\nbootstrap = {bootstrap}\n[sync]\nmeta = false\n")
+    sync = _peak_mb([sys.executable, "-m", "ls_agreement.plugin.cli", "sync", "--url", server.url,
+                     "--token", server.token, "--project", str(pid), "--settings", str(conf),
+                     "--out", str(tmp / "out"), "--quiet"])
+    load = _peak_mb([sys.executable, "-c", f"import json; json.load(open({str(path)!r}, 'rb'))"])
+    return {"sync": sync, "json.load": load, "export": path.stat().st_size / 2**20}
 
 
 def _table(t_export: float, rows: list[tuple[str, float, Any]]) -> None:

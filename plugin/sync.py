@@ -1,8 +1,9 @@
 """``sync``: read a project from a running Label Studio, compute agreement for every
 control tag, write the results back.
 
-Steps: connect (checks URL and token) → read project and all tasks (one JSON export) →
-``build_report`` on the whole project (cheap) → plan per-task writes by comparing the
+Steps: connect (checks URL and token) → read project and all tasks (one JSON export,
+spooled to a file and read back a task at a time) → ``build_report`` on the whole project,
+as the tasks are read → plan per-task writes by comparing the
 desired values with what each task carries on the server → push (fresh re-read +
 concurrent PATCH; state recorded per task after its write) → Data Manager views →
 per-annotator JSON/CSV report. See docs/design.md ("Back into Label Studio", "State and scale")
@@ -10,19 +11,21 @@ and docs/label-studio.md §6–7.
 """
 from __future__ import annotations
 
+import pickle
 import sys
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from .annotator_report import annotator_quality, write_reports
 from .report.model import Report, to_jsonable
 from .client import BadInput, Connection, RetryPolicy
 from .consensus import ConsensusOutcome, ours_by_task, push_consensus, without_ours
 from .push import push
-from .pushback import PushOutcome, Write, current_of, desired_for, fingerprint, needs_write
-from .routing import RoutingOutcome, route_flagged
+from .pushback import Desired, PushOutcome, Write, current_of, desired_for, fingerprint, needs_write
+from .routing import RoutingOutcome, route_flagged, routing_view
 from .settings import PluginSettings, SyncOptions, settings_from_mapping
 from .state import SyncState, project_key
 from .views import ViewsOutcome, ensure_views
@@ -58,6 +61,34 @@ class SyncResult:
     push: PushOutcome | None = None
     routing: RoutingOutcome | None = None
     consensus: ConsensusOutcome | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Kept:
+    """What a sync keeps of one exported task once the report has read it: its id, the
+    fingerprint of its annotations, what it carries from us, and its ``data`` and ``meta``
+    packed (the writes start from them; the annotations are not kept)."""
+
+    id: int
+    fingerprint: str
+    current: Desired | None
+    _data: bytes
+    _meta: bytes
+
+    @classmethod
+    def of(cls, task: Mapping[str, Any], include_predictions: bool) -> "_Kept":
+        meta = task.get("meta")
+        return cls(int(task["id"]), fingerprint(task, include_predictions), current_of(task),
+                   pickle.dumps(dict(task.get("data") or {}), protocol=pickle.HIGHEST_PROTOCOL),
+                   pickle.dumps(dict(meta) if isinstance(meta, Mapping) else {}, protocol=pickle.HIGHEST_PROTOCOL))
+
+    @property
+    def data(self) -> dict[str, Any]:
+        return pickle.loads(self._data)
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        return pickle.loads(self._meta)
 
 
 def as_plugin_settings(settings: Any) -> PluginSettings:
@@ -180,39 +211,49 @@ def sync_project(url: str, token: str, project_id: int, settings: Any = None,
     state = SyncState(state_file)
     key = project_key(conn.url, project_id)
     run_id: int | None = None
+    stack = ExitStack()     # the spooled export, removed at the end
     try:
         conn.whoami()
         run_id = state.start_run(key)
         project = conn.get_project(project_id)
-        # our consensus prediction is no agreement input (should an export expand predictions)
-        tasks = [without_ours(t) for t in conn.export_tasks(project_id)]
-        timings["read"] = time.perf_counter() - t0
-
         users = conn.users()
         names = {str(i): e for i, e in users.items() if e}
+        include_preds = bool(getattr(ps.report, "include_predictions", False))
+        export = stack.enter_context(conn.stream_tasks(project_id))
+        timings["read"] = time.perf_counter() - t0
+
+        # the export is read task by task (issue 24: never the project parsed at once):
+        # the report reads each task as it comes, and of each only what the writes and the
+        # routing need is kept, packed
+        kept: list[_Kept] = []
+        routing_tasks: list[dict[str, Any]] = []
+
+        def read() -> Iterator[Mapping[str, Any]]:
+            for raw in export:
+                # our consensus prediction is no agreement input (should an export expand predictions)
+                task = without_ours(raw)
+                kept.append(_Kept.of(task, include_preds))
+                routing_tasks.append(routing_view(task))
+                yield task
+
         t1 = time.perf_counter()
-        report = checked_report(project, tasks, ps.report, project_id, names)
+        report = checked_report(project, read(), ps.report, project_id, names)
         timings["compute"] = time.perf_counter() - t1
 
         t2 = time.perf_counter()
-        include_preds = bool(getattr(ps.report, "include_predictions", False))
         name_annotators(report, names)
         quality = annotator_quality(report)
         rows = state.task_rows(key)
         writes: list[Write] = []
         unchanged: list[tuple[int, str, dict[str, Any]]] = []
-        for task in tasks:
-            tid = int(task["id"])
-            fp = fingerprint(task, include_preds)
-            want = desired_for(report, tid, fp, names, quality, meta=opts.meta)
-            if needs_write(want, current_of(task)):
-                meta = task.get("meta")
-                writes.append(Write(tid, fp, want, dict(task.get("data") or {}),
-                                    dict(meta) if isinstance(meta, Mapping) else {}))
-            elif want is not None and rows.get(tid, ("", None))[0] != fp:
-                unchanged.append((tid, fp, {"data": want.data, "meta": want.meta}))
+        for task in kept:
+            want = desired_for(report, task.id, task.fingerprint, names, quality, meta=opts.meta)
+            if needs_write(want, task.current):
+                writes.append(Write(task.id, task.fingerprint, want, task.data, task.meta))
+            elif want is not None and rows.get(task.id, ("", None))[0] != task.fingerprint:
+                unchanged.append((task.id, task.fingerprint, {"data": want.data, "meta": want.meta}))
         state.record_tasks(key, unchanged, run_id)
-        known = {int(t["id"]) for t in tasks}
+        known = {task.id for task in kept}
         state.forget_tasks(key, [t for t in rows if t not in known])
 
         bar = _Progress(len(writes), progress, on_progress)
@@ -255,15 +296,18 @@ def sync_project(url: str, token: str, project_id: int, settings: Any = None,
         # its meta key. Run even with routing off, to undo what an earlier run raised
         # (no request at all when no task carries a routing record).
         t_route = time.perf_counter()
-        routed = route_flagged(conn, project_id, report, opts, tasks=tasks)
+        routed = route_flagged(conn, project_id, report, opts, tasks=routing_tasks)
         timings["routing"] = time.perf_counter() - t_route
 
         # the consensus answers as predictions (opt-in); off, what an earlier run wrote goes
         t_cons = time.perf_counter()
         ours = ours_by_task(conn.list_predictions(project_id))
-        carrying = tasks if opts.consensus_prediction else [t for t in tasks if int(t["id"]) in ours]
-        consensus = (push_consensus(conn, report if opts.consensus_prediction else None, carrying, ours,
-                                    workers=opts.workers) if carrying else None)
+        consensus = None
+        if (opts.consensus_prediction and kept) or ours.keys() & known:
+            # the consensus copies annotators' results: a second read of the spooled export
+            carrying = (without_ours(t) for t in export if opts.consensus_prediction or int(t["id"]) in ours)
+            consensus = push_consensus(conn, report if opts.consensus_prediction else None, carrying, ours,
+                                       workers=opts.workers)
         timings["consensus"] = time.perf_counter() - t_cons
 
         t3 = time.perf_counter()
@@ -279,11 +323,11 @@ def sync_project(url: str, token: str, project_id: int, settings: Any = None,
         paths = write_reports(out, report, header)
         state.save_project(key, {**header, "controls": project_summary(report)})
         timings["total"] = time.perf_counter() - t0
-        state.finish_run(run_id, "ok", len(tasks), len(pushed.written))
+        state.finish_run(run_id, "ok", len(kept), len(pushed.written))
         return SyncResult(
             project_id=project_id, url=conn.url, report=report, report_paths=paths,
-            n_tasks=len(tasks), n_written=len(pushed.written),
-            skipped=len(tasks) - len(writes), written=pushed.written,
+            n_tasks=len(kept), n_written=len(pushed.written),
+            skipped=len(kept) - len(writes), written=pushed.written,
             merged_fresh=pushed.merged_fresh, vanished=pushed.vanished, views=views,
             run_id=run_id, state_path=state_file, timings=timings, calls=dict(conn.calls),
             warnings=list(report.warnings), push=pushed, routing=routed, consensus=consensus)
@@ -292,6 +336,7 @@ def sync_project(url: str, token: str, project_id: int, settings: Any = None,
             state.finish_run(run_id, "failed", message=f"{type(exc).__name__}: {exc}"[:500])
         raise
     finally:
+        stack.close()
         state.close()
         conn.close()
 

@@ -237,3 +237,34 @@ def test_legacy_token_and_pat_via_cli(ls_server: Any, ls_pat: str, users: list[d
         assert rc == 0 and written in out, out
     rep = json.loads((tmp_path / "out" / "report.json").read_text())
     assert rep["controls"]["quality"]["distance"] == "interval"
+
+
+def test_sync_reads_the_export_a_task_at_a_time(ls_server: Any, annotators: list[dict],
+                                                 make_project: Callable[..., int], tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 24: the export is spooled to a file and read back task by task, never parsed
+    whole (``export_tasks`` is never called), also by the routing and the consensus
+    predictions, which read it again (the push re-reads only its chunks of tasks); the file
+    is gone after the sync, also after a failure."""
+    import tempfile
+
+    real = Connection.export_tasks
+
+    def export_tasks(self: Connection, project_id: int, ids: Any = None) -> Any:
+        assert ids is not None, "the export was read whole"     # the push re-reads its chunks
+        return real(self, project_id, ids)
+
+    monkeypatch.setattr(Connection, "export_tasks", export_tasks)
+    users = annotators[:4]
+    pid = make_project(CONFIG, make_tasks([u["id"] for u in users], n=24))
+    spooled = lambda: list(Path(tempfile.gettempdir()).glob(f"ls-agreement-export-{pid}-*"))  # noqa: E731
+    res = sync_project(ls_server.url, ls_server.token, pid, settings(route_flagged=True, consensus_prediction=True),
+                       out_dir=tmp_path, progress=False)
+    assert res.n_tasks == 24 and res.n_written == 24
+    assert res.routing is not None and res.routing.raised
+    assert res.consensus is not None and len(res.consensus.now) == 24
+    assert not spooled()
+    monkeypatch.setattr("ls_agreement.plugin.sync.push", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("cut")))
+    with pytest.raises(RuntimeError):
+        sync_project(ls_server.url, ls_server.token, pid, settings(), out_dir=tmp_path, progress=False)
+    assert not spooled()
