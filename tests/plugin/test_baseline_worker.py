@@ -210,8 +210,9 @@ print(len(base.report.tasks), [str(w.message) for w in seen if "made in this pro
 def test_a_received_baseline_is_out_of_the_collectors_reach(monkeypatch: pytest.MonkeyPatch) -> None:
     """The baseline (its head and every block) is unpickled with the collector off, so no
     full pass over the service's heap runs while events wait, and it is frozen once it is
-    in; the collector is on while the worker computes (its requests for the tasks), and
-    after. A failed receipt freezes nothing."""
+    in (it holds no reference cycles, which frozen would never be freed); the collector is
+    on while the worker computes (its requests for the tasks), and after. A failed receipt
+    freezes nothing."""
     monkeypatch.setattr(baseline_worker, "_TASKS_PER_BLOCK", 7)
     loaded: list[tuple[str, bool]] = []
     sending: list[bool] = []
@@ -239,7 +240,11 @@ def test_a_received_baseline_is_out_of_the_collectors_reach(monkeypatch: pytest.
         entry = next(iter(base.report.tasks.values()))
         assert gc.get_freeze_count() > 0 and gc.is_tracked(entry)
         assert not any(entry is o for o in gc.get_objects())   # frozen: in none of its generations
+        # frozen objects in reference cycles would never be freed: the baseline holds none
         gc.unfreeze()
+        gc.collect()
+        del base, entry
+        assert gc.collect() == 0
         with pytest.raises(BadInput):
             make_baseline_in_worker("<View><Text name='t' value='$text'/></View>", _bad_mirror(),
                                     ReportSettings(strict=True))
