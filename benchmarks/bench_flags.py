@@ -18,7 +18,8 @@ Three parts:
   posterior, flagged at ½): what is reachable. ``--careful ACC`` makes the Choices shapes
   with careful annotators right ``ACC`` of the time instead (projects the targets were not
   tuned on); ``--split coins``, with each careful annotator of an ambiguous task reading one
-  of its two labels by a coin instead of the two split evenly.
+  of its two labels by a coin instead of the two split evenly; ``--misses SHARE``, with the
+  careful annotators of the box and entity shapes missing that share of them.
 * **the demo's projects** (``ls_agreement.demo.data``: a careless annotator, ambiguous
   tasks whose careful annotators split): precision and recall of the flags as before,
   target ≥ 0.8 on average.
@@ -27,7 +28,7 @@ Three parts:
   on a 1,000-task demo mirror (target ≤ 50 ms): wall time and the process's CPU time (the
   machine may be shared).
 
-Run: ``python -m benchmarks flags [-- --seeds 1 2 3 --skip-speed --skip-demo --careful 0.95 --split coins]``.
+Run: ``python -m benchmarks flags [-- --seeds 1 2 3 --skip-speed --skip-demo --careful 0.95 --split coins --misses 0.02]``.
 """
 from __future__ import annotations
 
@@ -122,7 +123,7 @@ def run_shape(proj: ShapeProject, with_crowdkit: bool) -> dict[str, Any]:
 
 
 def _shapes(seeds: list[int], with_crowdkit: bool, careful: float | None = None,
-            split: Literal["even", "coins"] | None = None) -> bool:
+            split: Literal["even", "coins"] | None = None, misses: float = 0.0) -> bool:
     print("seven shapes (benchmarks/flag_shapes.py): precision / recall / false-flag share of the task "
           f"flags; targets: P, R >= {TARGET} mean and >= {SEED_FLOOR} each seed; null <= {NULL_AT_MOST:.0%} "
           f"flagged; hard <= {HARD_AT_MOST:.0%} of ordinary tasks flagged; bad annotator lowest reliability; "
@@ -130,14 +131,15 @@ def _shapes(seeds: list[int], with_crowdkit: bool, careful: float | None = None,
           "what is reachable"
           + (f"; careful annotators of the Choices shapes right {careful:.0%} of the time (--careful)" if careful else "")
           + ("; each careful annotator of an ambiguous task reads one of its labels by a coin (--split coins)"
-             if split == "coins" else ""))
+             if split == "coins" else "")
+          + (f"; careful annotators of the box and entity shapes miss {misses:.0%} of them (--misses)" if misses else ""))
     head = (f"{'shape':20} {'seed':>4} {'tasks':>5} {'planted':>7} {'flagged':>7} {'prec':>5} {'recall':>6} "
             f"{'false':>6} {'truth P/R':>9} {'bad lowest':>10} {'consensus':>9} {'DS':>6} {'GLAD':>6} {'MACE':>6}")
     print(head)
     print("-" * len(head))
     all_met = True
     for shape in SHAPES:
-        rows = [run_shape(make_project(shape, s, careful, split), with_crowdkit) for s in seeds]
+        rows = [run_shape(make_project(shape, s, careful, split, misses), with_crowdkit) for s in seeds]
         for s, r in zip(seeds, rows):
             ck = r.get("crowdkit") or {}
             acc = f"{r['accuracy']:.3f}" if "accuracy" in r else "–"
@@ -297,8 +299,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--split", choices=["even", "coins"], default=None,
                         help="how careful annotators read an ambiguous task's two labels: split evenly "
                              "(the shapes' own) or each by a coin")
+    parser.add_argument("--misses", type=float, default=0.0,
+                        help="share of boxes / entities the careful annotators of the region shapes miss")
     args = parser.parse_args(argv or [])
-    met = _shapes(args.seeds, not args.skip_crowdkit, args.careful, args.split)
+    met = _shapes(args.seeds, not args.skip_crowdkit, args.careful, args.split, args.misses)
     if not args.skip_demo:
         met &= _demo(args.seeds)
     if not args.skip_speed:

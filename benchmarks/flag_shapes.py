@@ -134,7 +134,7 @@ class Shape:
     """A shape: a Choices (and Rating) project made by its ``plan``, or any other by ``make``."""
 
     name: str
-    make: Callable[[random.Random], ShapeProject] | None = None
+    make: Callable[..., ShapeProject] | None = None
     plan: LabelsPlan | None = None
 
 
@@ -225,7 +225,7 @@ def _labels_project(rng: random.Random, name: str, plan: LabelsPlan) -> ShapePro
     return proj
 
 
-def _boxes(rng: random.Random) -> ShapeProject:
+def _boxes(rng: random.Random, misses: float = 0.0) -> ShapeProject:
     n_tasks, pool, who = _layout(rng)
     bad_id = pool[0]
     proj = ShapeProject(name="shifted boxes", config=_config(BOX_XML), tasks=[], bad=str(bad_id))
@@ -242,6 +242,8 @@ def _boxes(rng: random.Random) -> ShapeProject:
                 proj.planted.add(tid)
             res = []
             for x, y, w, h, lab in truth:
+                if misses and uid != bad_id and rng.random() < misses:    # a careful annotator misses it
+                    continue
                 jx, jy, jw, jh = (rng.gauss(0, 0.8) for _ in range(4))
                 bx = x + jx + (0.5 * w if shift else 0.0)
                 bw = max(w + jw, 2.0)
@@ -255,7 +257,7 @@ def _boxes(rng: random.Random) -> ShapeProject:
     return proj
 
 
-def _entities(rng: random.Random) -> ShapeProject:
+def _entities(rng: random.Random, misses: float = 0.0) -> ShapeProject:
     n_tasks, pool, who = _layout(rng)
     bad_id = pool[0]
     proj = ShapeProject(name="missed entities", config=_config(TEXT_XML, ENTITY_XML), tasks=[], bad=str(bad_id))
@@ -275,6 +277,8 @@ def _entities(rng: random.Random) -> ShapeProject:
             for s, e, lab in spans:
                 if uid == bad_id and rng.random() < 0.35:
                     proj.planted.add(tid)
+                    continue
+                if misses and uid != bad_id and rng.random() < misses:    # a careful annotator misses it
                     continue
                 if rng.random() < 0.03:                           # a boundary off by a character
                     e = max(e - 1, s + 1)
@@ -297,14 +301,16 @@ SHAPES: tuple[Shape, ...] = (
 
 
 def make_project(shape: Shape, seed: int, careful: float | None = None,
-                 split: Literal["even", "coins"] | None = None) -> ShapeProject:
+                 split: Literal["even", "coins"] | None = None, misses: float = 0.0) -> ShapeProject:
     """The project of ``shape`` for ``seed`` (the same seed gives the same project);
     ``careful``: another accuracy for the careful annotators of a Choices project;
-    ``split``: how they read an ambiguous task's two labels (the other shapes ignore both)."""
+    ``split``: how they read an ambiguous task's two labels; ``misses``: the share of boxes
+    or entities the careful annotators of the region shapes miss (each applies to its own
+    shapes; the others ignore it)."""
     rng = random.Random(f"{shape.name}/{seed}")
     if shape.plan is not None:
         plan = shape.plan if careful is None else dataclasses.replace(shape.plan, accuracy=careful)
         plan = plan if split is None else dataclasses.replace(plan, split=split)
         return _labels_project(rng, shape.name, plan)
     assert shape.make is not None
-    return shape.make(rng)
+    return shape.make(rng, misses) if misses else shape.make(rng)

@@ -8,15 +8,16 @@ answers (a real answer, so it can be handed back as it is). Each answer's distan
 
 * a *sound* answer lies ``f_s`` from the consensus — a unimodal histogram fitted on the
   control's answers, what careful work looks like (jitter, a boundary a character off);
-* a *departing* answer lies anywhere up to the farthest distance seen (``f_d`` uniform
-  there): a shifted box, a missed entity, a random click — a systematic partial error
-  counts as soon as careful answers do not go that far, whether or not it is anywhere
-  near what chance would give;
+* a *departing* answer lies beyond the reach of careful work (``f_d``: where the
+  departures land past 97.5 % of the careful annotators' distances, over a floor spread up
+  to the farthest distance seen): a shifted box, a missed entity, a random click — a
+  systematic partial error counts as soon as careful answers do not go that far, whether
+  or not it is anywhere near what chance would give;
 * annotator ``a`` answers soundly with probability ``θ_a`` (held at
   :data:`~.sound_share.CAREFUL` unless their distances clearly say otherwise,
   :mod:`.sound_share`);
 * a task is *ambiguous* with probability ``ρ``: then a sound answer follows the other
-  reading half the time and lies anywhere from the consensus (``f_d`` again), so careful
+  reading half the time and lies anywhere up to the farthest distance (uniform), so careful
   annotators far from the consensus read as a split task rather than as departures.
 
 A task *holds a departing answer or is ambiguous* with posterior
@@ -249,7 +250,7 @@ class DistanceModel:
     departs_pdf : ndarray, shape (B,)
         ``f_d``: density of a departing answer's distance: the histogram of the departures
         beyond the reach of careful work (97.5 % of careful annotators' distances), over a
-        floor spread evenly on ``[0, hi]`` (the floor alone while nobody departs).
+        floor spread evenly on ``[0, hi]`` (uniform when nobody departs).
     annotators : tuple of str, shape (A,)
     sound : ndarray, shape (A,)
         θ: each annotator's share of sound answers, as the model uses it (CAREFUL unless
@@ -435,6 +436,25 @@ def _histogram_pdf(d: np.ndarray, weight: np.ndarray, edges: np.ndarray, pseudo:
     return h / (h.sum() * (edges[1] - edges[0]))
 
 
+def _beyond(d: np.ndarray, b: np.ndarray, by_careful: np.ndarray, edges: np.ndarray,
+            departs: np.ndarray | None = None) -> np.ndarray:
+    """``f_d``: where departures land beyond the reach of careful work (the
+    :data:`_SOUND_REACH` quantile of the careful annotators' distances), over a floor.
+
+    ``departs``: each answer's weight as a departure (EM's); None while nobody departs:
+    every answer past the reach stands in for the departures, so that the first test of
+    each annotator reads an answer out there as a departure, not against a density spread
+    over the careful answers' own range as well. Spread over ``[0, hi]`` instead, a
+    departure density made each of an annotator's careful answers count against their
+    departures as much as their far answers counted for them: a box annotator off by half a
+    box width on 20 % of their tasks, among careful annotators whose boxes wander by 2 % of
+    the image, was never let depart (recall 0.06 at one seed in three)."""
+    mass = np.cumsum(np.bincount(b[by_careful], minlength=edges.size - 1)) / max(int(by_careful.sum()), 1)
+    reach = int(np.searchsorted(mass, _SOUND_REACH))
+    weight = (b > reach).astype(float) if departs is None else departs * (b > reach)
+    return _histogram_pdf(d, weight, edges, _DEPARTS_PSEUDO, bins=b)
+
+
 def _isotonic(y: np.ndarray) -> np.ndarray:
     """The non-decreasing sequence closest to ``y`` in least squares (pool adjacent violators)."""
     if not (y[1:] < y[:-1]).any():      # nothing to pool (a smooth histogram's flanks often are)
@@ -487,12 +507,12 @@ def fit_distance_model(medoid: Medoids, annotator: Sequence[Any], *, distance: s
     hi = float(d.max()) if d.size and d.max() > 0 else 1.0
     edges = np.linspace(0.0, hi, _BINS + 1)
     b = _bin(d, edges)
-    uniform = np.full(_BINS, 1.0 / hi)
     careful = np.ones(n_ann, dtype=bool)
     n_answers = np.bincount(ann_codes, minlength=n_ann)
     state = {"theta": np.full(n_ann, CAREFUL),
              "sound": _histogram_pdf(d, np.ones(d.size), edges, _SOUND_PSEUDO, unimodal=True),
-             "departs": uniform, "rho": _AMBIGUITY_START if ambiguity else 1e-12}
+             "departs": _beyond(d, b, np.ones(d.size, dtype=bool), edges),
+             "rho": _AMBIGUITY_START if ambiguity else 1e-12}
 
     def factors() -> _Factors:
         return _Factors(u=state["sound"][b], v=state["departs"][b], w=1.0 / hi, theta=state["theta"][a], main=main)
@@ -527,10 +547,7 @@ def fit_distance_model(medoid: Medoids, annotator: Sequence[Any], *, distance: s
                 # careful annotators' upper quantile): below it f_d keeps its floor alone,
                 # else a departing annotator's whole distribution (their sound answers too)
                 # would pass for departures, or their systematic misses for sound work
-                by_careful = careful[a]
-                mass = np.cumsum(np.bincount(b[by_careful], minlength=_BINS)) / max(by_careful.sum(), 1)
-                reach = int(np.searchsorted(mass, _SOUND_REACH))
-                state["departs"] = _histogram_pdf(d, departs * (b > reach), edges, _DEPARTS_PSEUDO, bins=b)
+                state["departs"] = _beyond(d, b, careful[a], edges, departs)
             free = np.bincount(a, weights=in_main + other, minlength=n_ann) / per_annotator
             state["theta"] = np.where(careful, CAREFUL, np.clip(free, 1e-6, CAREFUL))
             if ambiguity:
@@ -547,7 +564,8 @@ def fit_distance_model(medoid: Medoids, annotator: Sequence[Any], *, distance: s
         odds = np.exp(np.clip(log_a - log_o, -700, 700)) * state["rho"] / (1 - state["rho"])
         pa = odds / (1 + odds)
         sound = np.where(main, f.u, (1 - pa) * f.u + pa * 0.5 * (f.u + f.w))
-        # a departure is read against f_d once someone departs, else against anything (uniform)
+        # a departure is read against f_d: once someone departs, where theirs land; before,
+        # where the farthest answers land (_beyond)
         return sound_profile(sound, f.v, a, n_ann)
 
     n_iter = em()
@@ -560,6 +578,10 @@ def fit_distance_model(medoid: Medoids, annotator: Sequence[Any], *, distance: s
         state["theta"] = np.where(freed, np.maximum(prof.best, 1e-3), state["theta"])
         n_iter += em()
         prof = profile()
+    if careful.all():
+        # nobody departs: the tail that stood in for departures in the test is careful work,
+        # and the reading spreads departures evenly (CAREFUL's sliver, against anything)
+        state["departs"] = np.full(_BINS, 1.0 / hi)
     return DistanceModel(edges=edges, sound_pdf=state["sound"], departs_pdf=state["departs"],
                          annotators=tuple(str(x) for x in ann_labels), sound=state["theta"], sound_best=prof.best,
                          sound_ci=prof.interval(), ambiguity=float(state["rho"]) if ambiguity else 0.0,
