@@ -226,6 +226,48 @@ def test_shifted_boxes_are_found_beside_careful_misses() -> None:
     assert departed >= 6 and np.mean(recall) >= 0.75 and min(precision) >= 0.8
 
 
+def _entities_with_misses(rng: np.random.Generator, n_tasks: int = 320, miss: float = 0.02) -> tuple:
+    """Texts of 3–5 entities: careful annotators miss one ``miss`` of the time; annotator
+    ``bad`` misses each a third of the time (the tasks where they did: ``planted``)."""
+    names = [f"c{i}" for i in range(9)] + ["bad"]
+    item, who, values, planted = [], [], [], set()
+    for t in range(n_tasks):
+        starts = sorted(rng.choice(np.arange(0, 200, 10), int(rng.integers(3, 6)), replace=False))
+        truth = [Span(int(s), int(s) + int(rng.integers(3, 9)), label=str(rng.choice(["PER", "ORG", "LOC"])))
+                 for s in starts]
+        for a in rng.choice(names, int(rng.integers(2, 6)), replace=False):
+            kept = []
+            for span in truth:
+                if a == "bad" and rng.random() < 1 / 3:
+                    planted.add(t)
+                elif rng.random() >= miss:
+                    kept.append(span)
+            item.append(t)
+            who.append(str(a))
+            values.append(kept)
+    return np.array(item), who, values, planted
+
+
+def test_missed_entities_are_found_beside_careful_misses() -> None:
+    """Careful annotators who miss one entity in fifty: about one answer in twelve lacks
+    one, as far from the consensus as most of the missing annotator's departures. Where
+    departures land was learnt only past 97.5 % of the careful annotators' distances, so a
+    single missed entity of theirs read as careful work (0.13), and half their tasks went
+    unflagged. Departures are learnt too where the departing annotators' answers land more
+    than twice as often as the careful ones'."""
+    recall, precision = [], []
+    for seed in range(1, 5):
+        rng = np.random.default_rng(seed)
+        item, who, values, planted = _entities_with_misses(rng)
+        model, read = consensus_model(item, who, values, "spans.lenient_range")
+        best = dict(zip(model.annotators, model.sound_best))
+        assert min(best, key=best.get) == "bad", seed
+        flagged = {int(t) for t, p in zip(read.medoids.items, read.p_flag) if p >= 0.5}
+        recall.append(len(flagged & planted) / len(planted))
+        precision.append(len(flagged & planted) / max(len(flagged), 1))
+    assert np.mean(recall) >= 0.85 and min(precision) >= 0.9
+
+
 def test_null_distance_project_flags_nothing() -> None:
     rng = np.random.default_rng(4)
     item, who, values, _ = _boxes_project(rng, 0.0)
