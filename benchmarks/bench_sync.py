@@ -265,21 +265,22 @@ def bench_demo(n: int, bootstrap: int, db: str = "sqlite") -> int:
 
 def _peak_mb(cmd: list[str]) -> float:
     """A command's own peak resident set in MB: its ``VmHWM``, read while it runs (the
-    kernel's ``ru_maxrss`` of a child starts from its parent's size at the fork)."""
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    peak = 0
-    while True:
-        try:
-            with open(f"/proc/{proc.pid}/status") as fh:
-                peak = max([peak] + [int(line.split()[1]) for line in fh if line.startswith("VmHWM:")])
-        except OSError:
-            pass
-        if proc.poll() is not None:
-            break
-        time.sleep(0.02)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{cmd[:4]} failed: {proc.stderr.read().decode()[-2000:] if proc.stderr else ''}")
-    return peak / 1024
+    kernel's ``ru_maxrss`` of a child starts from its parent's size at the fork). Its
+    standard error goes to a file: a pipe nobody reads would stop a chatty child."""
+    from benchmarks.bench_memory import _proc_bytes
+
+    with tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
+        peak = 0
+        while True:
+            peak = max(peak, _proc_bytes(f"/proc/{proc.pid}/status", "VmHWM"))
+            if proc.poll() is not None:
+                break
+            time.sleep(0.02)
+        if proc.returncode != 0:
+            err.seek(0)
+            raise RuntimeError(f"{cmd[:4]} failed: {err.read().decode(errors='replace')[-2000:]}")
+    return peak / 2**20
 
 
 def _memory(server: Any, pid: int, tmp: Path, bootstrap: int) -> dict[str, float]:
