@@ -78,3 +78,66 @@ def oracle_flags(proj: ShapeProject) -> set[str] | None:
         if total > 0 and planted / total >= 0.5:
             flagged.add(str(task["id"]))
     return flagged
+
+
+def demo_oracle_flags(sample: Any, accuracy: float, ambiguous_rate: float, careless_id: int) -> set[str]:
+    """The demo generator's own flags on a Choices + Rating project made with a fixed
+    careful ``accuracy`` (``demo.data.generate(..., controls=("sentiment", "rating"),
+    accuracy=...)``): the task ids (1-based positions) whose posterior of a planted problem
+    is at least ½ (:func:`demo_oracle_posteriors`)."""
+    return {t for t, p in demo_oracle_posteriors(sample, accuracy, ambiguous_rate, careless_id).items() if p >= 0.5}
+
+
+def demo_oracle_posteriors(sample: Any, accuracy: float, ambiguous_rate: float,
+                           careless_id: int) -> dict[str, float]:
+    """Per task id (1-based position), the posterior of a planted problem under the demo
+    generator's own model, for a Choices + Rating project made with a fixed careful
+    ``accuracy``.
+
+    The posterior follows ``demo/data.py``'s ``_Truth.answer`` and ``generate``: a uniform
+    mood and rating; an ambiguous task (share ``ambiguous_rate``) reads the next mood and
+    a rating two points away, each careful answer one reading or the other by a coin; a
+    careful mood right with probability ``accuracy`` (else one of the other two), a careful
+    rating its reading plus −1, 0 or +1 (clipped); the careless annotator random (mood and
+    rating uniform) four times in five. Planted: the careless answer departs under every
+    reading (another mood, a rating two or more away), or the task is ambiguous and the
+    answers that read it (all but a random one) did not all read it alike.
+    """
+    moods = ("Positive", "Neutral", "Negative")
+
+    def mood_p(y: str, m: str) -> float:
+        return accuracy if y == m else (1 - accuracy) / 2
+
+    def rating_p(q: int, r: int) -> float:
+        return sum(min(max(r + step, 1), 5) == q for step in (-1, 0, 1)) / 3
+
+    out = {}
+    for pos, task in enumerate(sample.tasks):
+        answers = []
+        for a in task["annotations"]:
+            values = {x["from_name"]: x["value"] for x in a["result"]}
+            answers.append((int(a["completed_by"]) == careless_id, values["sentiment"]["choices"][0],
+                            int(values["rating"]["rating"])))
+        total = planted = 0.0
+        for mi, m in enumerate(moods):
+            for r in range(1, 6):
+                readings = [(m, r), (moods[(mi + 1) % 3], r + 2 if r <= 3 else r - 2)]
+                for amb in (False, True):
+                    weight = (ambiguous_rate if amb else 1 - ambiguous_rate) / 15
+                    own = readings if amb else readings[:1]
+                    every, alike = weight, [weight] * len(own)    # P(answers), P(answers, one reading)
+                    departs = False
+                    for careless, y, q in answers:
+                        care = [mood_p(y, mm) * rating_p(q, rr) for mm, rr in own]
+                        if careless:
+                            rand = 0.8 / 15
+                            every *= rand + 0.2 * sum(care) / len(care)
+                            alike = [w * (rand + 0.2 * c / len(care)) for w, c in zip(alike, care)]
+                            departs = all(y != mm or abs(q - rr) >= 2 for mm, rr in own)
+                        else:
+                            every *= sum(care) / len(care)
+                            alike = [w * c / len(care) for w, c in zip(alike, care)]
+                    total += every
+                    planted += every if departs else (every - sum(alike) if amb else 0.0)
+        out[str(pos + 1)] = planted / total if total > 0 else 0.0
+    return out
