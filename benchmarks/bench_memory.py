@@ -24,11 +24,21 @@ as killed, and the benchmark goes on.
 it, in one child process (``serve_child``); the baseline is made as serve makes it, in a
 worker process of that child, and the two peaks are printed apart.
 
+``--state`` also measures the project's live state kept in Redis past one machine
+(``plugin/queue/shared_state.py``, a real ``redis-server`` on a loopback port): a child
+process fills the mirror and makes the baseline as ``--serve`` does, then saves the state
+(as a full read or a baseline swap does) and restores it into a fresh project (as a worker
+taking the project over does); what each step adds at its peak to the memory the process
+held before it (``VmHWM`` reset before each step), its time, and the state's size in
+Redis. The peer in the same run is the serialisation the state had before it was written
+in blocks: the mirror exported whole and the baseline's report serialised as one JSON value.
+
 ``--compare PYTHONPATH`` also runs the report of another checkout (a directory holding an
 ``ls_agreement`` package, e.g. a copy of the tree before a change) on the same export and
 prints how far the two reports' numbers are apart (point estimates; intervals; per-task σ).
 
-Run: ``python -m benchmarks memory`` or e.g. ``python -m benchmarks memory -- --tasks 10000``.
+Run: ``python -m benchmarks memory`` or e.g. ``python -m benchmarks memory -- --tasks 10000``
+(``--skip-report`` leaves out ``json.load`` and the report, for ``--serve`` or ``--state`` alone).
 """
 from __future__ import annotations
 
@@ -256,6 +266,145 @@ def _serve(export: Path, config: Path) -> None:
           f"the service's peak {f['service_peak'] / gb:.2f} GB; the process tree: {_fmt(run)}", flush=True)
 
 
+def state_child(export: str, config: str, out: str, redis_url: str) -> None:
+    """In a child process (``--state``): the project's live state saved to Redis and
+    restored, each step's peak over what the process held before it; figures to ``out``."""
+    import gc
+
+    from ls_agreement.adapters.export_stream import iter_export
+    from ls_agreement.plugin.client import Connection
+    from ls_agreement.plugin.live.baseline_worker import make_baseline_in_worker
+    from ls_agreement.plugin.live.mirror import MirrorTask, ProjectMirror
+    from ls_agreement.plugin.live.project import LiveOutcome, LiveProject
+    from ls_agreement.plugin.live.snapshot import _adapter, _baseline_data
+    from ls_agreement.plugin.queue.redis_queue import RedisQueue
+    from ls_agreement.plugin.queue.shared_state import SharedProjects
+    from ls_agreement.plugin.settings import ReportSettings, load_settings
+    from ls_agreement.plugin.state import SyncState
+
+    def rss() -> float:
+        return float(_proc_bytes("/proc/self/status", "VmRSS"))
+
+    def peak_over(step: Any) -> tuple[float, float]:
+        """Run ``step``: its seconds and what the process's peak exceeded its memory before."""
+        gc.collect()
+        with open("/proc/self/clear_refs", "w") as f:     # VmHWM back to VmRSS
+            f.write("5")
+        before, t0 = rss(), time.perf_counter()
+        step()
+        return time.perf_counter() - t0, _proc_bytes("/proc/self/status", "VmHWM") - before
+
+    tmp = Path(tempfile.mkdtemp())
+    settings = load_settings(None)
+
+    def project() -> LiveProject:
+        return LiveProject(Connection("http://127.0.0.1:9", "t" * 40), 1, settings, SyncState(tmp / "s.sqlite"),
+                           tmp / "out")
+
+    proj = project()
+    proj.mirror = ProjectMirror()
+    for task in iter_export(export):
+        proj.mirror.put_task(MirrorTask.of(task))
+    proj.config_xml = Path(config).read_text(encoding="utf-8")
+    proj.base = make_baseline_in_worker(proj.config_xml, proj.mirror, ReportSettings())
+    q = RedisQueue(redis_url, lease=30)
+    shared = SharedProjects(q.r, log=None)
+    save_s, save_peak = peak_over(lambda: shared.save(proj, LiveOutcome("full"), []))
+    stored = sum(int(q.r.memory_usage(k) or 0) for k in q.r.scan_iter("lsa:proj:1:*"))
+
+    def whole() -> None:      # the state as one value, as it was written before the blocks
+        tasks = proj.mirror.export()
+        body = _adapter(list[dict[str, Any]]).dump_json(tasks) + _adapter(type(_baseline_data(proj.base))).dump_json(
+            _baseline_data(proj.base))
+        del tasks, body
+
+    whole_s, whole_peak = peak_over(whole)
+    proj.reset()
+    back = project()
+    gc.collect()
+    held_before = rss()
+    restore_s, restore_peak = peak_over(lambda: shared.restore(back))
+    assert back.mirror is not None and len(back.mirror) > 0
+    Path(out).write_text(json.dumps({
+        "tasks": len(back.mirror), "save_s": save_s, "save_peak": save_peak, "stored": stored,
+        "whole_s": whole_s, "whole_peak": whole_peak, "restore_s": restore_s, "restore_peak": restore_peak,
+        "restored_holds": rss() - held_before}))
+    q.close()
+
+
+def _state(export: Path, config: Path) -> None:
+    from tests.local_redis import LocalRedis
+
+    fd, name = tempfile.mkstemp(suffix=".json")
+    os.close(fd)
+    try:
+        with tempfile.TemporaryDirectory() as tmp, LocalRedis(Path(tmp) / "redis") as redis:
+            run = _run([sys.executable, "-c", "import sys; from benchmarks.bench_memory import state_child; "
+                        "state_child(*sys.argv[1:])", str(export), str(config), name, redis.url])
+            if run["killed"]:
+                return
+            f = json.loads(Path(name).read_text())
+    finally:
+        os.unlink(name)
+    gb = 2 ** 30
+    print(f"  state in Redis ({f['tasks']:,} tasks, {f['stored'] / gb:.2f} GB in Redis): saved in {f['save_s']:.1f} s, "
+          f"peak +{f['save_peak'] / gb:.2f} GB over the held state (as one value, the mirror exported and the "
+          f"baseline serialised whole: +{f['whole_peak'] / gb:.2f} GB, {f['whole_s']:.1f} s); restored in "
+          f"{f['restore_s']:.1f} s, peak +{f['restore_peak'] / gb:.2f} GB for a state that holds "
+          f"{f['restored_holds'] / gb:.2f} GB", flush=True)
+
+
+def _report(args: argparse.Namespace, n: int, export: Path, config: Path,
+            last_ref: tuple[dict[str, float], int] | None) -> tuple[dict[str, float], int] | None:
+    """``json.load`` and ``ls-agreement report`` of one export, side by side (and
+    ``--one-process``, ``--compare``); the reference for the next size is returned."""
+    size = export.stat().st_size
+    need, avail = JSON_LOAD_TIMES_FILE * size, _available()
+    if avail and need > avail:
+        # json.load of the whole document would be killed here: the reference is the
+        # last size's, scaled by the file (json.load's time and memory are linear in it)
+        if last_ref is None:
+            ref = None
+            print(f"  json.load          not run: it needs about {need / 2 ** 30:.0f} GB "
+                  f"({JSON_LOAD_TIMES_FILE} x the file), {avail / 2 ** 30:.0f} GB available", flush=True)
+        else:
+            k = size / last_ref[1]
+            ref = {**last_ref[0], **{key: last_ref[0][key] * k for key in ('wall', 'cpu', 'peak', 'tree')}}
+            print(f"  json.load          not run (needs about {need / 2 ** 30:.0f} GB, "
+                  f"{avail / 2 ** 30:.0f} GB available); the last size's x {k:.2f}, extrapolated: "
+                  f"{_fmt(ref)}", flush=True)
+    else:
+        ref = _run([sys.executable, "-c", f"import json; json.load(open({str(export)!r}, 'rb'))"])
+        last_ref = (ref, size)
+        print(f"  json.load          {_fmt(ref)}", flush=True)
+    out = args.dir / f"report-{n}.json"
+    rep = _run(_report_cmd(export, config, out, workers=args.workers))
+    if rep["killed"]:
+        return last_ref
+    verdict = ""
+    if n in TARGETS:
+        wall_t, gb_t = TARGETS[n]
+        ok = rep["wall"] <= wall_t and rep["tree"] <= gb_t * 2 ** 30
+        verdict = f"  target ≤ {wall_t:.0f} s, ≤ {gb_t:.0f} GB: {'met' if ok else 'NOT met'}"
+    versus = (f"× json.load: {rep['wall'] / ref['wall']:.1f} wall, {rep['cpu'] / ref['cpu']:.1f} CPU, "
+              f"{rep['tree'] / ref['peak']:.2f} memory; ") if ref else ""
+    label = "ls-agreement report" + (f" --workers {args.workers}" if args.workers is not None else "")
+    print(f"  {label} {_fmt(rep)}  ({versus}{rep['tree'] / size:.2f} × the file){verdict}", flush=True)
+    if args.one_process:
+        one = args.dir / f"report-{n}-one.json"
+        single = _run(_report_cmd(export, config, one, workers=1))
+        same = one.read_bytes() == out.read_bytes()
+        print(f"  ... --workers 1     {_fmt(single)}  (report {'byte-identical' if same else 'DIFFERENT'})",
+              flush=True)
+    if args.compare:
+        other = args.dir / f"report-{n}-compare.json"
+        env = dict(os.environ, PYTHONPATH=args.compare)
+        old = _run(_report_cmd(export, config, other), env=env)
+        print(f"  --compare report    {_fmt(old)}", flush=True)
+        compare(other, out)
+    return last_ref
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m benchmarks memory")
     ap.add_argument("--tasks", default="10000,100000", help="comma-separated export sizes")
@@ -269,6 +418,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--serve", action="store_true",
                     help="also what `serve` holds for the project (its mirror, filled as a full read fills it) "
                          "and what its baseline costs, in one process")
+    ap.add_argument("--state", action="store_true",
+                    help="also the project's live state saved to Redis and restored (plugin/queue/shared_state.py)")
+    ap.add_argument("--skip-report", action="store_true", help="no json.load and report runs (with --serve/--state)")
     ap.add_argument("--workers", type=int, metavar="N",
                     help="run the report with --workers N instead of its default (--workers 1 is what fits "
                          "a 1,000,000-task export on a machine of 24 GB)")
@@ -283,51 +435,12 @@ def main(argv: list[str] | None = None) -> None:
         export = _export(args.dir, n, args.seed)
         size = export.stat().st_size
         print(f"{n:,} tasks, export {size / 1e6:,.0f} MB", flush=True)
-        need, avail = JSON_LOAD_TIMES_FILE * size, _available()
-        if avail and need > avail:
-            # json.load of the whole document would be killed here: the reference is the
-            # last size's, scaled by the file (json.load's time and memory are linear in it)
-            if last_ref is None:
-                ref = None
-                print(f"  json.load          not run: it needs about {need / 2 ** 30:.0f} GB "
-                      f"({JSON_LOAD_TIMES_FILE} x the file), {avail / 2 ** 30:.0f} GB available", flush=True)
-            else:
-                k = size / last_ref[1]
-                ref = {**last_ref[0], **{key: last_ref[0][key] * k for key in ('wall', 'cpu', 'peak', 'tree')}}
-                print(f"  json.load          not run (needs about {need / 2 ** 30:.0f} GB, "
-                      f"{avail / 2 ** 30:.0f} GB available); the last size's x {k:.2f}, extrapolated: "
-                      f"{_fmt(ref)}", flush=True)
-        else:
-            ref = _run([sys.executable, "-c", f"import json; json.load(open({str(export)!r}, 'rb'))"])
-            last_ref = (ref, size)
-            print(f"  json.load          {_fmt(ref)}", flush=True)
-        out = args.dir / f"report-{n}.json"
-        rep = _run(_report_cmd(export, config, out, workers=args.workers))
-        if rep["killed"]:
-            continue
-        verdict = ""
-        if n in TARGETS:
-            wall_t, gb_t = TARGETS[n]
-            ok = rep["wall"] <= wall_t and rep["tree"] <= gb_t * 2 ** 30
-            verdict = f"  target ≤ {wall_t:.0f} s, ≤ {gb_t:.0f} GB: {'met' if ok else 'NOT met'}"
-        versus = (f"× json.load: {rep['wall'] / ref['wall']:.1f} wall, {rep['cpu'] / ref['cpu']:.1f} CPU, "
-                  f"{rep['tree'] / ref['peak']:.2f} memory; ") if ref else ""
-        label = "ls-agreement report" + (f" --workers {args.workers}" if args.workers is not None else "")
-        print(f"  {label} {_fmt(rep)}  ({versus}{rep['tree'] / size:.2f} × the file){verdict}", flush=True)
-        if args.one_process:
-            one = args.dir / f"report-{n}-one.json"
-            single = _run(_report_cmd(export, config, one, workers=1))
-            same = one.read_bytes() == out.read_bytes()
-            print(f"  ... --workers 1     {_fmt(single)}  (report {'byte-identical' if same else 'DIFFERENT'})",
-                  flush=True)
+        if not args.skip_report:
+            last_ref = _report(args, n, export, config, last_ref)
         if args.serve:
             _serve(export, config)
-        if args.compare:
-            other = args.dir / f"report-{n}-compare.json"
-            env = dict(os.environ, PYTHONPATH=args.compare)
-            old = _run(_report_cmd(export, config, other), env=env)
-            print(f"  --compare report    {_fmt(old)}", flush=True)
-            compare(other, out)
+        if args.state:
+            _state(export, config)
         print(f"  load average now {' '.join(f'{x:.1f}' for x in os.getloadavg())}", flush=True)
 
 

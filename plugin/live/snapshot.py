@@ -20,14 +20,25 @@ What is stored is what cannot be recomputed cheaply: the mirror's tasks in expor
 the baseline's report and per-control quantities (the ordinal level's category counts
 included), its settings and annotator quality. The parsed labeling config is not: it is
 parsed again from the stored XML.
+
+A large project is never one value, parsed or serialised whole (:class:`Stored`): the head
+holds everything but the tasks and the report's per-task entries, which follow in blocks
+(:data:`TASKS_PER_BLOCK` tasks, :data:`ENTRIES_PER_BLOCK` entries of one control or of the
+task level), each validated as it is read. The head counts its blocks, so a state missing
+one is refused too. Writing streams the mirror and the report a block at a time; reading
+fills the mirror and the report a block at a time. The store (plugin/queue/shared_state.py)
+writes the blocks first and switches to them with the head.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import json
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+import math
+from dataclasses import dataclass, field
+from itertools import islice
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Literal, TypeVar
 
 import numpy as np
 from pydantic import TypeAdapter, ValidationError
@@ -37,7 +48,7 @@ from ls_agreement.metrics.baseline import Baseline
 
 from ..job_backend import StoredEvent
 from ..pushback import Desired
-from ..report.model import REPORT_VERSION, Report
+from ..report.model import REPORT_VERSION, ItemEntry, Report, TaskEntry
 from ..settings import ReportSettings
 from .baseline import ProjectBaseline
 from .mirror import ProjectMirror
@@ -45,11 +56,15 @@ from .mirror import ProjectMirror
 if TYPE_CHECKING:
     from .project import LiveProject
 
-__all__ = ["SNAPSHOT_VERSION", "SnapshotError", "dump_project", "load_project", "dump_baseline",
+__all__ = ["SNAPSHOT_VERSION", "SnapshotError", "Stored", "dump_project", "load_project", "dump_baseline",
            "load_baseline", "dump_pushed", "load_pushed", "dump_event", "load_event"]
 
 #: Bumped by hand when a stored field changes meaning without changing its type.
-SNAPSHOT_VERSION = 1
+SNAPSHOT_VERSION = 2
+#: Tasks per block of the mirror (a demo task is about 10 KB of JSON).
+TASKS_PER_BLOCK = 1_000
+#: Per-task entries of the report per block (one control's, or the task level's).
+ENTRIES_PER_BLOCK = 5_000
 FORMAT = "ls-agreement.live-state"
 Kind = Literal["project", "baseline"]
 # the ordinal categories' dtypes a baseline may hold (numbers, booleans, text)
@@ -58,6 +73,29 @@ _DTYPE_KINDS = frozenset("biufU")
 
 class SnapshotError(ValueError):
     """A stored state this code does not read: another version, or not valid data."""
+
+
+@dataclass(frozen=True)
+class Stored:
+    """A state as it is stored: the head, then the blocks it counts.
+
+    ``tasks`` (JSON arrays of tasks in export shape) and ``entries`` (JSON
+    :class:`EntryBlock` objects) are produced one block at a time as they are consumed;
+    a baseline has no task blocks."""
+
+    head: bytes
+    tasks: Iterator[bytes]
+    entries: Iterator[bytes]
+
+
+@dataclass
+class EntryBlock:
+    """Per-task entries of the baseline's report: one control's ``items`` (``control``
+    its name), or the task level's ``tasks`` (``control`` None)."""
+
+    control: str | None
+    items: dict[str, ItemEntry] = field(default_factory=dict)
+    tasks: dict[str, TaskEntry] = field(default_factory=dict)
 
 
 @dataclass
@@ -76,9 +114,11 @@ class ControlBaselineData:
 
 @dataclass
 class BaselineData:
-    """A :class:`~.baseline.ProjectBaseline`."""
+    """A :class:`~.baseline.ProjectBaseline`; ``report`` without its per-task entries, which
+    follow in ``entry_blocks`` blocks."""
 
     report: Report
+    entry_blocks: int
     controls: dict[str, ControlBaselineData]
     config_xml: str
     settings: dict[str, Any]
@@ -90,7 +130,8 @@ class BaselineData:
 
 @dataclass
 class ProjectData:
-    """A :class:`~.project.LiveProject`'s state: ``tasks`` is the mirror in export shape."""
+    """A :class:`~.project.LiveProject`'s state; the mirror follows in ``task_blocks``
+    blocks of tasks in export shape."""
 
     project_id: int
     config_xml: str
@@ -98,8 +139,21 @@ class ProjectData:
     names: dict[str, str]
     users: dict[int, str]
     include_predictions: bool
-    tasks: list[dict[str, Any]]
+    task_blocks: int
     baseline: BaselineData
+
+
+_T = TypeVar("_T")
+
+
+def _blocks(items: Iterable[_T], size: int) -> Iterator[list[_T]]:
+    it = iter(items)
+    while block := list(islice(it, size)):
+        yield block
+
+
+def _n_blocks(n: int, size: int) -> int:
+    return math.ceil(n / size)
 
 
 @functools.cache
@@ -120,7 +174,8 @@ def _strip(schema: Any) -> Any:
 def schema_hash(kind: Kind) -> str:
     """The hash of the stored body's shape (16 hex digits)."""
     tp = ProjectData if kind == "project" else BaselineData
-    text = json.dumps(_strip(_adapter(tp).json_schema()), sort_keys=True)
+    shapes = [_adapter(t).json_schema() for t in (tp, EntryBlock, list[dict[str, Any]])]
+    text = json.dumps(_strip(shapes), sort_keys=True)
     return hashlib.sha256(f"{REPORT_VERSION}:{text}".encode()).hexdigest()[:16]
 
 
@@ -165,9 +220,41 @@ def _baseline_data(base: ProjectBaseline) -> BaselineData:
             b.distance, b.d_e, b.threshold, b.flag_below,
             None if dom is None else dom.dtype.str, None if dom is None else dom.tolist(),
             None if b.ordinal_counts is None else [int(c) for c in b.ordinal_counts])
-    return BaselineData(report=base.report, controls=controls, config_xml=base.config_xml,
+    report = base.report
+    # the head's report: the same objects but the per-task entries, which go in blocks
+    head = dataclasses.replace(report, tasks={},
+                               controls={n: dataclasses.replace(c, items={}) for n, c in report.controls.items()})
+    blocks = (sum(_n_blocks(len(c.items), ENTRIES_PER_BLOCK) for c in report.controls.values())
+              + _n_blocks(len(report.tasks), ENTRIES_PER_BLOCK))
+    return BaselineData(report=head, entry_blocks=blocks, controls=controls, config_xml=base.config_xml,
                         settings=base.settings.to_dict(), quality=base.quality,
                         made_at=base.made_at, events_since=base.events_since, reason=base.reason)
+
+
+def _entry_blocks(report: Report) -> Iterator[bytes]:
+    """The report's per-task entries as :class:`EntryBlock` JSON, a block at a time."""
+    dump = _adapter(EntryBlock).dump_json
+    for name, ctl in report.controls.items():
+        for block in _blocks(ctl.items.items(), ENTRIES_PER_BLOCK):
+            yield dump(EntryBlock(control=name, items=dict(block)))
+    for block in _blocks(report.tasks.items(), ENTRIES_PER_BLOCK):
+        yield dump(EntryBlock(control=None, tasks=dict(block)))
+
+
+def _fill_entries(report: Report, blocks: Iterable[bytes], expected: int) -> None:
+    """Put the per-task entries back into ``report`` (the head's), block by block."""
+    n = 0
+    for raw in blocks:
+        block: EntryBlock = _validated(EntryBlock, raw, "report entries")
+        if block.control is None:
+            report.tasks.update(block.tasks)
+        elif block.control in report.controls and not block.tasks:
+            report.controls[block.control].items.update(block.items)
+        else:
+            raise SnapshotError(f"stored report entries are not valid: control {block.control!r}")
+        n += 1
+    if n != expected:
+        raise SnapshotError(f"stored report entries are incomplete: {n} blocks of {expected}")
 
 
 def _control_baseline(c: ControlBaselineData) -> Baseline:
@@ -194,50 +281,73 @@ def _project_baseline(d: BaselineData) -> ProjectBaseline:
                            reason=d.reason, config_xml=d.config_xml)
 
 
-def dump_baseline(base: ProjectBaseline) -> bytes:
-    """A baseline as a versioned JSON blob."""
-    return _header("baseline") + b"\n" + _adapter(BaselineData).dump_json(_baseline_data(base))
+def dump_baseline(base: ProjectBaseline) -> Stored:
+    """A baseline as versioned JSON: a head and its blocks of report entries."""
+    head = _header("baseline") + b"\n" + _adapter(BaselineData).dump_json(_baseline_data(base))
+    return Stored(head=head, tasks=iter(()), entries=_entry_blocks(base.report))
 
 
-def load_baseline(blob: bytes) -> ProjectBaseline:
+def load_baseline(head: bytes, entries: Iterable[bytes]) -> ProjectBaseline:
     """The baseline of :func:`dump_baseline`.
 
     Raises
     ------
     SnapshotError
-        Another version's blob, or one that is not valid.
+        Another version's state, one that is not valid, or one missing blocks.
     """
-    return _project_baseline(_validated(BaselineData, _body(blob, "baseline"), "baseline"))
+    d: BaselineData = _validated(BaselineData, _body(head, "baseline"), "baseline")
+    base = _project_baseline(d)
+    _fill_entries(base.report, entries, d.entry_blocks)
+    return base
 
 
 # -- projects ---------------------------------------------------------------------------------
-def dump_project(proj: "LiveProject") -> bytes:
-    """A project's mirror, baseline, config, title and names as a versioned JSON blob."""
+def dump_project(proj: "LiveProject") -> Stored:
+    """A project's mirror, baseline, config, title and names as versioned JSON: a head, the
+    mirror's tasks a block at a time, the report's entries a block at a time."""
     assert proj.mirror is not None and proj.base is not None
+    mirror = proj.mirror
     data = ProjectData(project_id=proj.project_id, config_xml=proj.config_xml, title=proj.title,
-                       names=proj.names, users=proj.users,
-                       include_predictions=proj.mirror.include_predictions,
-                       tasks=proj.mirror.export(), baseline=_baseline_data(proj.base))
-    return _header("project") + b"\n" + _adapter(ProjectData).dump_json(data)
+                       names=proj.names, users=proj.users, include_predictions=mirror.include_predictions,
+                       task_blocks=_n_blocks(len(mirror), TASKS_PER_BLOCK), baseline=_baseline_data(proj.base))
+    dump = _adapter(list[dict[str, Any]]).dump_json
+    tasks = (dump(block) for block in _blocks(mirror.iter_tasks(), TASKS_PER_BLOCK))
+    return Stored(head=_header("project") + b"\n" + _adapter(ProjectData).dump_json(data), tasks=tasks,
+                  entries=_entry_blocks(proj.base.report))
 
 
-def load_project(proj: "LiveProject", blob: bytes) -> None:
-    """Put the state of :func:`dump_project` into ``proj`` (its ``pushed`` untouched).
+def load_project(proj: "LiveProject", head: bytes, tasks: Iterable[bytes], entries: Iterable[bytes]) -> None:
+    """Put the state of :func:`dump_project` into ``proj`` (its ``pushed`` untouched); ``proj``
+    is changed only once every block has been read.
 
     Raises
     ------
     SnapshotError
-        Another version's blob, one that is not valid, or another project's.
+        Another version's state, one that is not valid or missing blocks, or another
+        project's.
     """
-    d: ProjectData = _validated(ProjectData, _body(blob, "project"), "project state")
+    d: ProjectData = _validated(ProjectData, _body(head, "project"), "project state")
     if d.project_id != proj.project_id:
         raise SnapshotError(f"stored state is project {d.project_id}'s, not {proj.project_id}'s")
     base = _project_baseline(d.baseline)
+    _fill_entries(base.report, entries, d.baseline.entry_blocks)
     mirror = ProjectMirror(d.include_predictions)
+    read = 0
+
+    def stored_tasks() -> Iterator[dict[str, Any]]:
+        nonlocal read
+        for raw in tasks:
+            read += 1
+            yield from _validated(list[dict[str, Any]], raw, "tasks")
+
     try:
-        mirror.fill(d.tasks)
+        mirror.fill(stored_tasks())
     except (KeyError, TypeError, ValueError) as exc:
+        if isinstance(exc, SnapshotError):
+            raise
         raise SnapshotError(f"stored tasks are not valid: {type(exc).__name__}: {exc}") from None
+    if read != d.task_blocks:
+        raise SnapshotError(f"stored tasks are incomplete: {read} blocks of {d.task_blocks}")
     proj.mirror, proj.base = mirror, base
     proj.config_xml, proj.title, proj.names, proj.users = d.config_xml, d.title, d.names, d.users
 

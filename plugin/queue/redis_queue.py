@@ -12,7 +12,8 @@ on disk with ``appendfsync always``), and our job records for ``/jobs``.
 Keys (ours, under ``lsa:``; ``<p>`` a project id, ``<j>`` a job id): ``job:<j>`` hash ·
 ``jobs`` recent job ids (newest first, capped) · ``pending:<p>`` the project's pending job ·
 ``events:<p>`` list of stored events (JSON) · ``projects`` hash of served projects (JSON) ·
-``stats`` hash of live counters · ``report:<p>`` latest report file (bytes) · ``proj:<p>:*``
+``stats`` hash of live counters · ``report:<p>:<generation>`` latest report file (a list of
+chunks, ``report_gen:<p>`` naming the current one) · ``proj:<p>:*``
 the live state of plugin/queue/shared_state.py. RQ's keys are under ``rq:``.
 """
 from __future__ import annotations
@@ -22,6 +23,7 @@ import math
 import os
 import threading
 import time
+import uuid
 from pathlib import Path
 from typing import Any, Callable, Mapping
 from urllib.parse import urlsplit
@@ -41,6 +43,10 @@ ON_FAILURE = f"{__name__}.on_failure"
 P = "lsa:"
 #: Job records kept for ``/jobs`` and ``counts()`` (older ones expire).
 KEEP_JOBS = 1000
+#: How long values written a chunk at a time wait for the transaction that adopts them
+#: (a writer that dies before it leaves nothing for good).
+UNADOPTED_SECONDS = 3600
+_REPORT_CHUNK = 8 * 2 ** 20      # bytes of a report file per Redis value
 JOB_TTL = 7 * 24 * 3600
 #: A pending job whose RQ job is missing this long after it was opened (its receiver died
 #: between our script and RQ's enqueue) is handed to RQ again by the next event.
@@ -460,19 +466,38 @@ class RedisQueue:
                                            "webhook_id": None}
         row.update(report_path=str(report_path), updated_at=time.time(),
                    summary=dict(summary) if summary is not None else None)
-        pipe = self.r.pipeline()
-        pipe.hset(f"{P}projects", key, json.dumps(row, default=str))
+        self.r.hset(f"{P}projects", key, json.dumps(row, default=str))
         path = Path(report_path)
         try:
             st = path.stat()
             seen = (st.st_mtime, st.st_size)
             if self._report_seen.get(project_id) != seen:
-                pipe.set(f"{P}report:{project_id}", path.read_bytes())
-                pipe.incr(f"{P}report_version:{project_id}")
+                self._put_report(project_id, path)
                 self._report_seen[project_id] = seen
         except OSError:
             pass
+
+    def _put_report(self, project_id: int, path: Path) -> None:
+        """The report file's bytes, a chunk at a time (a large project's report is more than
+        one Redis value may hold, and never in memory whole), under a new generation that
+        one transaction makes current; the old one is unlinked. Chunks of a writer that
+        dies before its switch expire."""
+        gen = uuid.uuid4().hex
+        chunks = f"{P}report:{project_id}:{gen}"
+        with path.open("rb") as f:
+            while chunk := f.read(_REPORT_CHUNK):
+                pipe = self.r.pipeline(transaction=False)
+                pipe.rpush(chunks, chunk)
+                pipe.expire(chunks, UNADOPTED_SECONDS)
+                pipe.execute()
+        old = self.r.get(f"{P}report_gen:{project_id}")
+        pipe = self.r.pipeline(transaction=True)
+        pipe.set(f"{P}report_gen:{project_id}", gen)
+        pipe.persist(chunks)
+        pipe.incr(f"{P}report_version:{project_id}")
         pipe.execute()
+        if old is not None:
+            self.r.unlink(f"{P}report:{project_id}:{old.decode()}")
 
     def report_file(self, project_id: int) -> Path | None:
         """A local copy of the project's latest report file (None: no report yet)."""
@@ -485,15 +510,25 @@ class RedisQueue:
         stamp = path.with_suffix(".version")
         if path.exists() and stamp.exists() and stamp.read_text() == ver.decode():
             return path
-        data = self.r.get(f"{P}report:{pid}")
-        if data is None:
-            return None
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".report-{os.getpid()}-{threading.get_ident()}.json")
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-        stamp.write_text(ver.decode())
-        return path
+        for _ in range(3):
+            # a report stored meanwhile unlinks the chunks being read: read the new one
+            ver, gen = self.r.mget(f"{P}report_version:{pid}", f"{P}report_gen:{pid}")
+            if ver is None or gen is None:
+                return None
+            chunks = f"{P}report:{pid}:{gen.decode()}"
+            with tmp.open("wb") as f:
+                start = 0
+                while block := self.r.lrange(chunks, start, start):
+                    f.write(block[0])
+                    start += 1
+            if self.r.get(f"{P}report_gen:{pid}") == gen:
+                os.replace(tmp, path)
+                stamp.write_text(ver.decode())
+                return path
+        tmp.unlink(missing_ok=True)
+        return None
 
 
 def on_failure(rq_job: RQJob, connection: Any, exc_type: type[BaseException] | None,

@@ -8,7 +8,13 @@ so the state lives in Redis (keys ``lsa:proj:<p>:*``), as versioned JSON
 able to run code in the workers.
 
 - ``snap``: the mirror, the baseline and the names, written at every full read and
-  baseline swap, and when the log below grows past ``snapshot_events``;
+  baseline swap, and when the log below grows past ``snapshot_events``. It is the head of
+  the state (plugin/live/snapshot.py); the mirror's tasks and the report's per-task
+  entries follow in blocks, in the lists ``snap:<generation>:tasks`` and
+  ``snap:<generation>:entries``, ``gen`` naming the generation the head counts. A new
+  state's blocks are written first (a few at a time, expiring until adopted), then one
+  transaction switches ``snap`` and ``gen`` to them, and the old generation is unlinked:
+  a reader meets one whole state or the other, and neither is ever one value in memory;
 - ``log``: the events applied since that snapshot (a worker that restores the snapshot
   replays them: the mirror and the baseline's report come out as the writer left them);
 - ``pushed``: what each task carries from us, updated per job for the tasks written
@@ -17,7 +23,8 @@ able to run code in the workers.
   uses it as is (the common case, one worker per hot project), so the snapshot is read
   only when the project changed hands;
 - ``next``: a baseline made in the background by one worker, adopted by whichever worker
-  takes the ``BASELINE`` event.
+  takes the ``BASELINE`` event (its head; its entries in ``next:<generation>:entries``,
+  ``nextgen`` naming it).
 
 A state this worker cannot read — written by another version of the code, or not valid —
 is not used: the project's next job reads it from Label Studio again (a full read), as
@@ -29,10 +36,12 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import TYPE_CHECKING, Any, Iterable, TextIO
+import uuid
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, NamedTuple, TextIO
 
 from ..client import LabelStudioError
-from ..live.snapshot import (SnapshotError, dump_baseline, dump_event, dump_project, dump_pushed,
+from .redis_queue import UNADOPTED_SECONDS
+from ..live.snapshot import (SnapshotError, Stored, dump_baseline, dump_event, dump_project, dump_pushed,
                              load_baseline, load_event, load_project, load_pushed)
 
 if TYPE_CHECKING:
@@ -43,6 +52,19 @@ if TYPE_CHECKING:
 __all__ = ["SharedProjects"]
 
 P = "lsa:proj:"
+#: Blocks sent to Redis per round trip while a state is written or read (a block of tasks
+#: is about 10 MB of JSON at demo size).
+_BLOCKS_PER_TRIP = 4
+
+
+def state_keys(r: Any, project_id: int, which: str = "snap") -> tuple[str, str] | None:
+    """The lists holding the blocks of the project's current ``snap`` (or ``next``): tasks
+    and entries; None when it has none."""
+    gen = r.get(f"{P}{int(project_id)}:{'gen' if which == 'snap' else 'nextgen'}")
+    if gen is None:
+        return None
+    base = f"{P}{int(project_id)}:{which}:{gen.decode() if isinstance(gen, bytes) else gen}"
+    return f"{base}:tasks", f"{base}:entries"
 
 
 class SharedProjects:
@@ -86,12 +108,13 @@ class SharedProjects:
             version's, or not valid data): the project's next job starts with a full read.
         """
         pid = proj.project_id
-        blob = self.r.get(f"{P}{pid}:snap")
+        head, gen = self.r.mget(f"{P}{pid}:snap", f"{P}{pid}:gen")
         proj.reset()
-        if blob is None:
+        if head is None:
             return False
         try:
-            load_project(proj, blob)
+            base = f"{P}{pid}:snap:{(gen or b'').decode()}"
+            load_project(proj, head, self._blocks(f"{base}:tasks"), self._blocks(f"{base}:entries"))
             proj.pushed = {int(k): load_pushed(v) for k, v in self.r.hgetall(f"{P}{pid}:pushed").items()}
             log = [load_event(x) for x in self.r.lrange(f"{P}{pid}:log", 0, -1)]
             if log:
@@ -113,8 +136,15 @@ class SharedProjects:
         pid = proj.project_id
         pipe = self.r.pipeline(transaction=True)
         whole = out.mode != "events"
+        old: tuple[str, str] | None = None
         if whole or self.r.llen(f"{P}{pid}:log") + len(events) > self.snapshot_events:
-            pipe.set(f"{P}{pid}:snap", dump_project(proj))
+            old = state_keys(self.r, pid)
+            gen = uuid.uuid4().hex
+            lists = self._write(f"{P}{pid}:snap:{gen}", dump_project(proj))
+            pipe.set(f"{P}{pid}:snap", lists.head)
+            pipe.set(f"{P}{pid}:gen", gen)
+            for key in lists.keys:
+                pipe.persist(key)
             pipe.delete(f"{P}{pid}:log")
         elif events:
             pipe.rpush(f"{P}{pid}:log", *[dump_event(e) for e in events])
@@ -124,7 +154,41 @@ class SharedProjects:
         else:
             self._put_pushed(pipe, pid, proj, set(out.written) | set(out.republished) | set(out.touched))
         pipe.incr(f"{P}{pid}:ver")
-        return int(pipe.execute()[-1])
+        version = int(pipe.execute()[-1])
+        if old is not None:
+            self.r.unlink(*old)
+        return version
+
+    # -- blocks ---------------------------------------------------------------------------------
+    def _write(self, base: str, stored: Stored) -> "_Written":
+        """Append the state's blocks to ``<base>:tasks`` and ``<base>:entries``, a few per
+        round trip; they expire unless the caller's switch adopts them (a writer that dies
+        midway leaves nothing for good)."""
+        keys = (f"{base}:tasks", f"{base}:entries")
+        for key, blocks in zip(keys, (stored.tasks, stored.entries)):
+            self.r.delete(key)
+            pending: list[bytes] = []
+            for block in blocks:
+                pending.append(block)
+                if len(pending) >= _BLOCKS_PER_TRIP:
+                    self._append(key, pending)
+                    pending = []
+            if pending:
+                self._append(key, pending)
+        return _Written(head=stored.head, keys=keys)
+
+    def _append(self, key: str, blocks: list[bytes]) -> None:
+        pipe = self.r.pipeline(transaction=False)
+        pipe.rpush(key, *blocks)
+        pipe.expire(key, UNADOPTED_SECONDS)
+        pipe.execute()
+
+    def _blocks(self, key: str) -> Iterator[bytes]:
+        """The blocks of one list, a few per round trip."""
+        start = 0
+        while chunk := self.r.lrange(key, start, start + _BLOCKS_PER_TRIP - 1):
+            yield from chunk
+            start += len(chunk)
 
     @staticmethod
     def _put_pushed(pipe: Any, pid: int, proj: "LiveProject", task_ids: Iterable[int]) -> None:
@@ -145,18 +209,46 @@ class SharedProjects:
 
     # -- background baselines ---------------------------------------------------------------
     def put_next(self, project_id: int, base: "ProjectBaseline") -> None:
-        self.r.set(f"{P}{int(project_id)}:next", dump_baseline(base))
+        pid = int(project_id)
+        old = state_keys(self.r, pid, "next")
+        gen = uuid.uuid4().hex
+        lists = self._write(f"{P}{pid}:next:{gen}", dump_baseline(base))
+        pipe = self.r.pipeline(transaction=True)
+        pipe.set(f"{P}{pid}:next", lists.head)
+        pipe.set(f"{P}{pid}:nextgen", gen)
+        for key in lists.keys:
+            pipe.persist(key)
+        pipe.execute()
+        if old is not None:
+            self.r.unlink(*old)
 
     def take_next(self, project_id: int) -> "ProjectBaseline | None":
-        blob = self.r.getdel(f"{P}{int(project_id)}:next")
-        if blob is None:
+        pid = int(project_id)
+        pipe = self.r.pipeline(transaction=True)
+        pipe.getdel(f"{P}{pid}:next")
+        pipe.getdel(f"{P}{pid}:nextgen")
+        head, gen = pipe.execute()
+        if head is None:
             return None
+        entries = f"{P}{pid}:next:{(gen or b'').decode()}:entries"
         try:
-            return load_baseline(blob)
+            return load_baseline(head, self._blocks(entries))
         except Exception as exc:  # noqa: BLE001 - not ours to trust: the next reconcile makes another
-            self._say(f"project {int(project_id)}: stored background baseline not used ({exc})")
+            self._say(f"project {pid}: stored background baseline not used ({exc})")
             return None
+        finally:
+            self.r.unlink(entries, f"{P}{pid}:next:{(gen or b'').decode()}:tasks")
 
     def forget(self, project_id: int) -> None:
         """Drop the project's state (the next job starts with a full read)."""
-        self.r.delete(*[f"{P}{int(project_id)}:{k}" for k in ("snap", "log", "pushed", "ver", "next")])
+        pid = int(project_id)
+        lists = [k for which in ("snap", "next") for k in (state_keys(self.r, pid, which) or ())]
+        self.r.delete(*[f"{P}{pid}:{k}" for k in ("snap", "gen", "log", "pushed", "ver", "next", "nextgen")],
+                      *lists)
+
+
+class _Written(NamedTuple):
+    """A state's head and the lists its blocks were appended to, waiting for the switch."""
+
+    head: bytes
+    keys: tuple[str, str]

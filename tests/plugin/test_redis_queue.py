@@ -312,6 +312,28 @@ def test_report_file_reaches_another_machine(redis_server: LocalRedis, tmp_path:
     assert serve_side.projects()[12]["summary"] == {"n_tasks": 3}
 
 
+def test_a_large_report_file_travels_in_chunks_and_replaces_the_last(
+        redis_server: LocalRedis, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A report file is stored a chunk at a time, never one value (Redis holds at most
+    512 MB in one), and a newer one replaces it in one step: the old chunks go."""
+    from ls_agreement.plugin.queue import redis_queue
+
+    monkeypatch.setattr(redis_queue, "_REPORT_CHUNK", 1000)
+    worker_side, serve_side = _queue(redis_server), _queue(redis_server, report_dir=tmp_path / "pages")
+    src = tmp_path / "worker" / "report.json"
+    src.parent.mkdir()
+    for k, text in enumerate([json.dumps({"tasks": {str(t): t * 7 for t in range(900)}}), '{"n": 2}']):
+        src.write_text(text)
+        os.utime(src, (k + 1.0, k + 1.0))            # a new report: another mtime
+        worker_side.set_latest(12, str(src), {"n": k})
+        path = serve_side.report_file(12)
+        assert path is not None and path.read_text() == text
+        chunks = worker_side.r.keys(f"{redis_queue.P}report:12:*")
+        assert len(chunks) == 1, "the last report's chunks were not dropped"
+        assert worker_side.r.llen(chunks[0]) == -(-len(text.encode()) // 1000)
+        assert worker_side.r.ttl(chunks[0]) == -1
+
+
 def test_redact_and_bad_urls(redis_server: LocalRedis) -> None:
     assert redact_url("redis://:s3cret@host:6379/0") == "redis://:***@host:6379/0"
     with pytest.raises(ConnectionError, match="127.0.0.1:1/0"):

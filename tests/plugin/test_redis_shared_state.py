@@ -14,17 +14,26 @@ from typing import Any, Callable
 
 import pytest
 
+from ls_agreement.demo.data import DEMO_CONFIG
+from ls_agreement.plugin.client import Connection
 from ls_agreement.plugin.job_backend import DONE
+from ls_agreement.plugin.live import snapshot
+from ls_agreement.plugin.live.baseline import make_baseline
+from ls_agreement.plugin.live.mirror import ProjectMirror
+from ls_agreement.plugin.live.project import LiveOutcome, LiveProject
+from ls_agreement.plugin.live.snapshot import dump_project
 from ls_agreement.plugin.live.runner import LiveRunner
 from ls_agreement.plugin.live.snapshot import SNAPSHOT_VERSION
 from tests.local_redis import LocalRedis
 from ls_agreement.plugin.queue.redis_queue import RedisQueue
-from ls_agreement.plugin.queue.shared_state import P, SharedProjects
-from ls_agreement.plugin.settings import load_settings
+from ls_agreement.plugin.queue.shared_state import P, SharedProjects, state_keys
+from ls_agreement.plugin.settings import ReportSettings, load_settings
+from ls_agreement.plugin.state import SyncState
 from ls_agreement.plugin.worker import Worker
 from tests.plugin.test_serve import CONFIG, SENT, export, make_tasks, result
 
 from .test_live_snapshot import _Exploit
+from .test_live_units import demo_tasks
 
 pytestmark = pytest.mark.slow
 
@@ -91,19 +100,25 @@ def _pickled_pushed(r: Any, pid: int, tmp: Path) -> None:
 
 
 def _wrong_shape(r: Any, pid: int, tmp: Path) -> None:
-    head, _, body = r.get(f"{P}{pid}:snap").partition(b"\n")
-    doc = json.loads(body)
-    doc["tasks"] = [{"id": "seven", "annotations": "none"}]
-    r.set(f"{P}{pid}:snap", head + b"\n" + json.dumps(doc).encode())
+    keys = state_keys(r, pid)
+    assert keys is not None
+    r.lset(keys[0], 0, json.dumps([{"id": "seven", "annotations": "none"}]).encode())
+
+
+def _missing_block(r: Any, pid: int, tmp: Path) -> None:
+    keys = state_keys(r, pid)
+    assert keys is not None
+    r.rpop(keys[1])
 
 
 def _tampered_log(r: Any, pid: int, tmp: Path) -> None:
     r.rpush(f"{P}{pid}:log", pickle.dumps(_Exploit(tmp / "pwned-log")))
 
 
-@pytest.mark.parametrize("spoil", [_newer, _pickled_snapshot, _pickled_pushed, _wrong_shape, _tampered_log],
+@pytest.mark.parametrize("spoil", [_newer, _pickled_snapshot, _pickled_pushed, _wrong_shape, _missing_block,
+                                   _tampered_log],
                          ids=["newer-version", "pickled-snapshot", "pickled-task-values", "wrong-shape",
-                              "tampered-log"])
+                              "missing-block", "tampered-log"])
 def test_a_state_not_ours_is_rebuilt_from_label_studio(
         spoil: Callable[[Any, int, Path], None], redis_server: LocalRedis, ls_server: Any, ls_client: Any,
         annotators: list[dict], make_project: Callable, tmp_path: Path) -> None:
@@ -128,3 +143,52 @@ def test_a_state_not_ours_is_rebuilt_from_label_studio(
     assert "not used" not in log3.getvalue()
     assert cluster.mismatches(ls_client, pid) == []
     cluster.q.close()
+
+
+def test_a_state_is_written_in_blocks_and_switched_at_once(redis_server: LocalRedis, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """The mirror and the report go to Redis a block at a time, never as one value; a new
+    state replaces the old one in one step and the old blocks go; blocks a writer left
+    before its switch expire; a state missing a block is not used."""
+    monkeypatch.setattr(snapshot, "TASKS_PER_BLOCK", 7)
+    monkeypatch.setattr(snapshot, "ENTRIES_PER_BLOCK", 11)
+    settings = load_settings(None)
+
+    def project() -> LiveProject:
+        return LiveProject(Connection("http://127.0.0.1:9", "t" * 40), 8, settings,
+                           SyncState(tmp_path / "state.sqlite"), tmp_path / "out")
+
+    proj = project()
+    proj.mirror = ProjectMirror()
+    proj.mirror.fill(demo_tasks(60, seed=4))
+    proj.config_xml = DEMO_CONFIG
+    proj.base = make_baseline(DEMO_CONFIG, proj.mirror, ReportSettings(bootstrap=0))
+    q = RedisQueue(redis_server.url, lease=30)
+    log = io.StringIO()
+    shared = SharedProjects(q.r, log=log)
+    shared.save(proj, LiveOutcome("full"), [])
+    first = state_keys(q.r, 8)
+    assert first is not None
+    assert q.r.llen(first[0]) == 9 and q.r.ttl(first[0]) == -1 and q.r.ttl(first[1]) == -1
+    blocks = sum(len(b) for k in first for b in q.r.lrange(k, 0, -1))
+    assert len(q.r.get(f"{P}8:snap")) < blocks / 4, "the head holds tasks or per-task entries"
+    back = project()
+    assert shared.restore(back)
+    assert back.base.report == proj.base.report
+    assert back.mirror.export() == proj.mirror.export()
+    # a second state: the first one's blocks are gone
+    shared.save(proj, LiveOutcome("full"), [])
+    second = state_keys(q.r, 8)
+    assert second != first and not q.r.exists(*first) and q.r.exists(*second) == 2
+    # a writer that dies before its switch leaves blocks that expire, and the state stands
+    left = shared._write(f"{P}8:snap:abandoned", dump_project(proj))
+    assert all(0 < q.r.ttl(k) <= 3600 for k in left.keys)
+    again = project()
+    assert shared.restore(again) and state_keys(q.r, 8) == second
+    # a block missing: not used, the project is read in full at its next job
+    q.r.rpop(second[0])
+    assert not shared.restore(project())
+    assert "incomplete" in log.getvalue()
+    shared.forget(8)
+    assert not q.r.keys(f"{P}8:*") or set(q.r.keys(f"{P}8:*")) == {k.encode() for k in left.keys}
+    q.close()
