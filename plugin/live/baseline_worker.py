@@ -25,11 +25,12 @@ import threading
 import time
 import traceback
 import warnings
+import dataclasses
 from dataclasses import dataclass
-from itertools import islice
 from multiprocessing.connection import Connection
 from typing import Any, Iterable, Iterator, Mapping
 
+from ..report.model import chunks
 from ..settings import ReportSettings
 from .baseline import ProjectBaseline, make_baseline
 from .mirror import ProjectMirror
@@ -74,12 +75,6 @@ class _ServiceTasks:
         while (msg := self.conn.recv())[0] == "tasks":
             for task in msg[1]:
                 yield task.as_task()
-
-
-def _blocks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
-    it = iter(items)
-    while block := list(islice(it, size)):
-        yield block
 
 
 def make_baseline_in_worker(config_xml: str, mirror: ProjectMirror, settings: ReportSettings, *,
@@ -143,7 +138,7 @@ def _send_tasks(conn: Connection, mirror: ProjectMirror) -> None:
     """Every task of the snapshot, packed, a block at a time. A worker that stopped reading
     (it failed while reading them) has sent why: it is read next."""
     try:
-        for block in _blocks((mirror.tasks[t] for t in sorted(mirror.tasks)), _TASKS_PER_BLOCK):
+        for block in chunks((mirror.tasks[t] for t in sorted(mirror.tasks)), _TASKS_PER_BLOCK):
             conn.send(("tasks", block))
         conn.send(("end",))
     except (BrokenPipeError, ConnectionResetError):
@@ -158,10 +153,8 @@ def _receive(conn: Connection, head: tuple[Any, ...]) -> ProjectBaseline:
     base: ProjectBaseline = head[1]
     while True:
         msg = _held(conn)
-        if msg[0] == "items":
-            base.report.controls[msg[1]].items.update(msg[2])
-        elif msg[0] == "tasks":
-            base.report.tasks.update(msg[1])
+        if msg[0] == "entries":
+            base.report.add_entries(msg[1], msg[2])
         else:
             gc.freeze()
             return base
@@ -211,17 +204,9 @@ def _make_and_send(conn: Connection) -> None:
     except Exception as exc:   # sent back whole, raised there as it was raised here
         conn.send(("raised", _sendable(exc)))
         return
-    items = {name: ctl.items for name, ctl in base.report.controls.items()}
-    tasks = base.report.tasks
-    for ctl in base.report.controls.values():
-        ctl.items = {}
-    base.report.tasks = {}
-    conn.send(("baseline", base))
-    for name, entries in items.items():
-        for block in _blocks(entries.items(), _ENTRIES_PER_BLOCK):
-            conn.send(("items", name, dict(block)))
-    for block in _blocks(tasks.items(), _ENTRIES_PER_BLOCK):
-        conn.send(("tasks", dict(block)))
+    conn.send(("baseline", dataclasses.replace(base, report=base.report.without_entries())))
+    for control, block in base.report.entry_blocks(_ENTRIES_PER_BLOCK):
+        conn.send(("entries", control, block))
     conn.send(("end",))
 
 

@@ -31,14 +31,11 @@ writes the blocks first and switches to them with the head.
 """
 from __future__ import annotations
 
-import dataclasses
 import functools
 import hashlib
 import json
-import math
 from dataclasses import dataclass, field
-from itertools import islice
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Literal
 
 import numpy as np
 from pydantic import TypeAdapter, ValidationError
@@ -48,7 +45,7 @@ from ls_agreement.metrics.baseline import Baseline
 
 from ..job_backend import StoredEvent
 from ..pushback import Desired
-from ..report.model import REPORT_VERSION, ItemEntry, Report, TaskEntry
+from ..report.model import REPORT_VERSION, ItemEntry, Report, TaskEntry, chunks
 from ..settings import ReportSettings
 from .baseline import ProjectBaseline
 from .mirror import ProjectMirror
@@ -143,19 +140,6 @@ class ProjectData:
     baseline: BaselineData
 
 
-_T = TypeVar("_T")
-
-
-def _blocks(items: Iterable[_T], size: int) -> Iterator[list[_T]]:
-    it = iter(items)
-    while block := list(islice(it, size)):
-        yield block
-
-
-def _n_blocks(n: int, size: int) -> int:
-    return math.ceil(n / size)
-
-
 @functools.cache
 def _adapter(tp: Any) -> TypeAdapter[Any]:
     return TypeAdapter(tp)
@@ -220,13 +204,9 @@ def _baseline_data(base: ProjectBaseline) -> BaselineData:
             b.distance, b.d_e, b.threshold, b.flag_below,
             None if dom is None else dom.dtype.str, None if dom is None else dom.tolist(),
             None if b.ordinal_counts is None else [int(c) for c in b.ordinal_counts])
-    report = base.report
-    # the head's report: the same objects but the per-task entries, which go in blocks
-    head = dataclasses.replace(report, tasks={},
-                               controls={n: dataclasses.replace(c, items={}) for n, c in report.controls.items()})
-    blocks = (sum(_n_blocks(len(c.items), ENTRIES_PER_BLOCK) for c in report.controls.values())
-              + _n_blocks(len(report.tasks), ENTRIES_PER_BLOCK))
-    return BaselineData(report=head, entry_blocks=blocks, controls=controls, config_xml=base.config_xml,
+    return BaselineData(report=base.report.without_entries(),
+                        entry_blocks=base.report.n_entry_blocks(ENTRIES_PER_BLOCK), controls=controls,
+                        config_xml=base.config_xml,
                         settings=base.settings.to_dict(), quality=base.quality,
                         made_at=base.made_at, events_since=base.events_since, reason=base.reason)
 
@@ -234,11 +214,9 @@ def _baseline_data(base: ProjectBaseline) -> BaselineData:
 def _entry_blocks(report: Report) -> Iterator[bytes]:
     """The report's per-task entries as :class:`EntryBlock` JSON, a block at a time."""
     dump = _adapter(EntryBlock).dump_json
-    for name, ctl in report.controls.items():
-        for block in _blocks(ctl.items.items(), ENTRIES_PER_BLOCK):
-            yield dump(EntryBlock(control=name, items=dict(block)))
-    for block in _blocks(report.tasks.items(), ENTRIES_PER_BLOCK):
-        yield dump(EntryBlock(control=None, tasks=dict(block)))
+    for control, block in report.entry_blocks(ENTRIES_PER_BLOCK):
+        yield dump(EntryBlock(control=control, items=block) if control is not None
+                   else EntryBlock(control=None, tasks=block))
 
 
 def _fill_entries(report: Report, blocks: Iterable[bytes], expected: int) -> None:
@@ -246,12 +224,9 @@ def _fill_entries(report: Report, blocks: Iterable[bytes], expected: int) -> Non
     n = 0
     for raw in blocks:
         block: EntryBlock = _validated(EntryBlock, raw, "report entries")
-        if block.control is None:
-            report.tasks.update(block.tasks)
-        elif block.control in report.controls and not block.tasks:
-            report.controls[block.control].items.update(block.items)
-        else:
+        if block.control is not None and (block.control not in report.controls or block.tasks):
             raise SnapshotError(f"stored report entries are not valid: control {block.control!r}")
+        report.add_entries(block.control, block.items if block.control is not None else block.tasks)
         n += 1
     if n != expected:
         raise SnapshotError(f"stored report entries are incomplete: {n} blocks of {expected}")
@@ -309,9 +284,9 @@ def dump_project(proj: "LiveProject") -> Stored:
     mirror = proj.mirror
     data = ProjectData(project_id=proj.project_id, config_xml=proj.config_xml, title=proj.title,
                        names=proj.names, users=proj.users, include_predictions=mirror.include_predictions,
-                       task_blocks=_n_blocks(len(mirror), TASKS_PER_BLOCK), baseline=_baseline_data(proj.base))
+                       task_blocks=-(-len(mirror) // TASKS_PER_BLOCK), baseline=_baseline_data(proj.base))
     dump = _adapter(list[dict[str, Any]]).dump_json
-    tasks = (dump(block) for block in _blocks(mirror.iter_tasks(), TASKS_PER_BLOCK))
+    tasks = (dump(block) for block in chunks(mirror.iter_tasks(), TASKS_PER_BLOCK))
     return Stored(head=_header("project") + b"\n" + _adapter(ProjectData).dump_json(data), tasks=tasks,
                   entries=_entry_blocks(proj.base.report))
 

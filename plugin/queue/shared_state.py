@@ -166,7 +166,6 @@ class SharedProjects:
         midway leaves nothing for good)."""
         keys = (f"{base}:tasks", f"{base}:entries")
         for key, blocks in zip(keys, (stored.tasks, stored.entries)):
-            self.r.delete(key)
             pending: list[bytes] = []
             for block in blocks:
                 pending.append(block)

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import math
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, Literal, Mapping, TypeVar, Union
+from typing import Any, BinaryIO, Iterable, Iterator, Literal, Mapping, TypeVar, Union
 
 from pydantic import TypeAdapter
 
@@ -40,6 +41,13 @@ T = TypeVar("T")
 @functools.cache
 def _adapter(tp: Any) -> TypeAdapter[Any]:
     return TypeAdapter(tp)
+
+
+def chunks(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    """``items`` in lists of at most ``size``."""
+    it = iter(items)
+    while block := list(itertools.islice(it, size)):
+        yield block
 
 
 def from_jsonable(tp: type[T] | Any, data: Any) -> T:
@@ -580,6 +588,30 @@ class Report:
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(self)
+
+    # -- the per-task entries apart (a large report travels and is stored in blocks) --------
+    def without_entries(self) -> "Report":
+        """A shallow copy of everything but the per-task entries (each control's ``items``,
+        ``tasks``), which :meth:`entry_blocks` gives and :meth:`add_entries` puts back."""
+        return dataclasses.replace(self, tasks={},
+                                   controls={n: dataclasses.replace(c, items={}) for n, c in self.controls.items()})
+
+    def entry_blocks(self, size: int) -> Iterator[tuple[str | None, dict[str, Any]]]:
+        """The per-task entries, at most ``size`` per block: ``(control, its items)`` for
+        each control, then ``(None, task entries)``."""
+        for name, ctl in self.controls.items():
+            for block in chunks(ctl.items.items(), size):
+                yield name, dict(block)
+        for block in chunks(self.tasks.items(), size):
+            yield None, dict(block)
+
+    def n_entry_blocks(self, size: int) -> int:
+        """How many blocks :meth:`entry_blocks` gives."""
+        return sum(-(-len(c.items) // size) for c in self.controls.values()) + -(-len(self.tasks) // size)
+
+    def add_entries(self, control: str | None, entries: Mapping[str, Any]) -> None:
+        """Put a block of :meth:`entry_blocks` back (KeyError: a control this report has not)."""
+        (self.tasks if control is None else self.controls[control].items).update(entries)
 
     def to_json(self, indent: int | None = None) -> str:
         return json_text(self, indent)

@@ -94,14 +94,14 @@ def test_a_failure_while_the_tasks_stream_is_raised_here(monkeypatch: pytest.Mon
     a dead worker."""
     monkeypatch.setattr(baseline_worker, "_TASKS_PER_BLOCK", 20)
     sent: list[int] = []
-    blocks = baseline_worker._blocks
+    blocks = baseline_worker.chunks
 
     def counted(items, size):  # type: ignore[no-untyped-def]
         for block in blocks(items, size):
             sent.append(len(block))
             yield block
 
-    monkeypatch.setattr(baseline_worker, "_blocks", counted)
+    monkeypatch.setattr(baseline_worker, "chunks", counted)
     tasks = demo_tasks(1200, seed=5)
     tasks[2]["annotations"][0]["result"].append({"from_name": "nowhere", "to_name": "text", "type": "choices",
                                                  "value": {"choices": ["a"]}})
@@ -235,7 +235,7 @@ def test_a_received_baseline_is_out_of_the_collectors_reach(monkeypatch: pytest.
         base = make_baseline_in_worker(DEMO_CONFIG, _mirror(30, seed=2), ReportSettings(bootstrap=0))
         assert gc.isenabled() and sending and all(sending)
         kinds = [k for k, _ in loaded]
-        assert kinds[0] == "send" and "baseline" in kinds and "items" in kinds and kinds[-1] == "end"
+        assert kinds[0] == "send" and "baseline" in kinds and "entries" in kinds and kinds[-1] == "end"
         assert not any(on for k, on in loaded if k != "send")     # head and blocks: collector off
         entry = next(iter(base.report.tasks.values()))
         assert gc.get_freeze_count() > 0 and gc.is_tracked(entry)
