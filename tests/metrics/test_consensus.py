@@ -180,10 +180,10 @@ def test_shifted_boxes_are_departures_and_careful_jitter_is_not() -> None:
 
 
 def _boxes_with_misses(rng: np.random.Generator, n_tasks: int = 320, miss: float = 0.02,
-                       shift_share: float = 0.2) -> tuple:
-    """Tasks of 1–3 boxes side by side: careful annotators jitter by ~1 % of the image and
-    miss a box ``miss`` of the time; annotator ``bad`` also shifts every box by half its
-    width on ``shift_share`` of their tasks."""
+                       shift_share: float = 0.2, jitter: float = 0.8) -> tuple:
+    """Tasks of 1–3 boxes side by side: careful annotators jitter by ``jitter`` % of the
+    image (standard deviation) and miss a box ``miss`` of the time; annotator ``bad`` also
+    shifts every box by half its width on ``shift_share`` of their tasks."""
     names = [f"c{i}" for i in range(9)] + ["bad"]
     item, who, values, shifted = [], [], [], set()
     for t in range(n_tasks):
@@ -195,8 +195,8 @@ def _boxes_with_misses(rng: np.random.Generator, n_tasks: int = 320, miss: float
             shift = a == "bad" and rng.random() < shift_share
             if shift:
                 shifted.add(t)
-            boxes = [Box(x + rng.normal(0, 0.8) + (0.5 * w if shift else 0.0), y + rng.normal(0, 0.8),
-                         w + rng.normal(0, 0.8), h + rng.normal(0, 0.8), label="car")
+            boxes = [Box(x + rng.normal(0, jitter) + (0.5 * w if shift else 0.0), y + rng.normal(0, jitter),
+                         w + rng.normal(0, jitter), h + rng.normal(0, jitter), label="car")
                      for x, y, w, h in truth if rng.random() >= miss]
             item.append(t)
             who.append(str(a))
@@ -224,11 +224,43 @@ def test_shifted_boxes_are_found_beside_careful_misses() -> None:
     there, while nobody departed, made each careful answer of the shifted annotator count
     against their departures: over eight projects they were let depart at two, and 25 %
     of the shifted tasks were flagged. Read against where the farthest answers land, they
-    depart at seven of eight."""
+    departed at seven of eight (recall 0.88: none of one project's shifted tasks). With the
+    misses read as the typical annotator's work and each annotator's first test read
+    against their own excess too, they depart at every project and nearly all their shifted
+    tasks are flagged; what else is flagged is mostly their own missed boxes (precision 0.93
+    over the eight, 0.78 at the lowest; it was 0.92, 0.87 at the lowest)."""
     found = [_bad_found(*_boxes_with_misses(np.random.default_rng(seed)), "boxes.giou_graded")
              for seed in range(1, 9)]
-    assert sum(departed for departed, _, _ in found) >= 6
-    assert np.mean([r for _, r, _ in found]) >= 0.75 and min(p for _, _, p in found if p is not None) >= 0.8
+    assert all(departed for departed, _, _ in found)
+    assert min(r for _, r, _ in found) >= 0.9
+    precision = [p for _, _, p in found if p is not None]
+    assert np.mean(precision) >= 0.9 and min(precision) >= 0.75
+
+
+def test_shifted_boxes_are_found_among_wandering_careful_boxes() -> None:
+    """Careful boxes that wander by 2 % of the image and miss one box in twenty: half a
+    width off lands within the reach of careful work, and everybody's misses were the far
+    answers. Each careful annotator was let depart for their misses and the shifted one
+    was not (the lowest reliability at two projects of eight, 17 % of the shifted tasks
+    flagged). With the misses read as the typical annotator's work and each annotator's
+    first test read against their own excess too, the shifted annotator is the lowest and
+    departs at every project."""
+    found = [_bad_found(*_boxes_with_misses(np.random.default_rng(seed), miss=0.05, jitter=2.0), "boxes.giou_graded")
+             for seed in range(1, 9)]
+    assert all(departed for departed, _, _ in found)
+    assert np.mean([r for _, r, _ in found]) >= 0.6
+
+
+def test_careful_misses_alone_flag_few_tasks() -> None:
+    """Careful annotators who miss one box in twenty, nobody else: a missed box is what
+    every annotator does now and then, so it is not a departure (up to 8.8 % of the tasks
+    were flagged, 3.8 % over eight projects)."""
+    shares = []
+    for seed in range(1, 9):
+        item, who, values, _ = _boxes_with_misses(np.random.default_rng(seed), miss=0.05, shift_share=0.0)
+        _, read = consensus_model(item, who, values, "boxes.giou_graded")
+        shares.append(float(np.mean(read.p_flag >= 0.5)))
+    assert max(shares) <= 0.03 and np.mean(shares) <= 0.01
 
 
 def _entities_with_misses(rng: np.random.Generator, n_tasks: int = 320, miss: float = 0.02) -> tuple:
