@@ -247,17 +247,24 @@ def serve_child(export: str, config: str, out: str) -> None:
         "flagged": sum(1 for t in base.report.tasks.values() if t.flag)}))
 
 
-def _serve(export: Path, config: Path) -> None:
+def _child(function: str, *args: str) -> tuple[dict[str, float], dict[str, Any]] | None:
+    """Run ``benchmarks.bench_memory.<function>(*args, out)`` in a child process (:func:`_run`):
+    the run's figures and the ones the child wrote to ``out`` (None: it was killed)."""
     fd, name = tempfile.mkstemp(suffix=".json")
     os.close(fd)
     try:
-        run = _run([sys.executable, "-c", "import sys; from benchmarks.bench_memory import serve_child; "
-                    "serve_child(*sys.argv[1:])", str(export), str(config), name])
-        if run["killed"]:
-            return
-        f = json.loads(Path(name).read_text())
+        run = _run([sys.executable, "-c", f"import sys; from benchmarks.bench_memory import {function}; "
+                    f"{function}(*sys.argv[1:])", *args[:2], name, *args[2:]])
+        return None if run["killed"] else (run, json.loads(Path(name).read_text()))
     finally:
         os.unlink(name)
+
+
+def _serve(export: Path, config: Path) -> None:
+    got = _child("serve_child", str(export), str(config))
+    if got is None:
+        return
+    run, f = got
     gb = 2 ** 30
     print(f"  serve: mirror of {f['tasks']:,} tasks holds {f['mirror_rss'] / gb:.2f} GB "
           f"({f['packed'] / gb:.2f} GB packed), filled in {f['fill_s']:.1f} s (peak {f['fill_peak'] / gb:.2f} GB); "
@@ -335,17 +342,11 @@ def state_child(export: str, config: str, out: str, redis_url: str) -> None:
 def _state(export: Path, config: Path) -> None:
     from tests.local_redis import LocalRedis
 
-    fd, name = tempfile.mkstemp(suffix=".json")
-    os.close(fd)
-    try:
-        with tempfile.TemporaryDirectory() as tmp, LocalRedis(Path(tmp) / "redis") as redis:
-            run = _run([sys.executable, "-c", "import sys; from benchmarks.bench_memory import state_child; "
-                        "state_child(*sys.argv[1:])", str(export), str(config), name, redis.url])
-            if run["killed"]:
-                return
-            f = json.loads(Path(name).read_text())
-    finally:
-        os.unlink(name)
+    with tempfile.TemporaryDirectory() as tmp, LocalRedis(Path(tmp) / "redis") as redis:
+        got = _child("state_child", str(export), str(config), redis.url)
+    if got is None:
+        return
+    _, f = got
     gb = 2 ** 30
     print(f"  state in Redis ({f['tasks']:,} tasks, {f['stored'] / gb:.2f} GB in Redis): saved in {f['save_s']:.1f} s, "
           f"peak +{f['save_peak'] / gb:.2f} GB over the held state (as one value, the mirror exported and the "
