@@ -192,3 +192,33 @@ def test_a_state_is_written_in_blocks_and_switched_at_once(redis_server: LocalRe
     shared.forget(8)
     assert not q.r.keys(f"{P}8:*") or set(q.r.keys(f"{P}8:*")) == {k.encode() for k in left.keys}
     q.close()
+
+
+def test_a_background_baseline_is_handed_over_in_blocks(redis_server: LocalRedis, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A baseline one worker made in the background reaches the worker that adopts it
+    whole, in blocks; taking it removes it; a newer one replaces it and its blocks; one
+    with a block missing is not adopted (the next reconcile makes another)."""
+    monkeypatch.setattr(snapshot, "ENTRIES_PER_BLOCK", 11)
+    mirror = ProjectMirror()
+    mirror.fill(demo_tasks(40, seed=6))
+    base = make_baseline(DEMO_CONFIG, mirror, ReportSettings(bootstrap=0))
+    q = RedisQueue(redis_server.url, lease=30)
+    log = io.StringIO()
+    shared = SharedProjects(q.r, log=log)
+    shared.put_next(9, base)
+    first = state_keys(q.r, 9, "next")
+    shared.put_next(9, base)
+    second = state_keys(q.r, 9, "next")
+    assert first is not None and second is not None and not q.r.exists(*first)
+    assert q.r.llen(second[1]) > 1 and q.r.ttl(second[1]) == -1
+    taken = shared.take_next(9)
+    assert taken is not None and taken.report == base.report
+    assert shared.take_next(9) is None and not q.r.keys(f"{P}9:*")
+    shared.put_next(9, base)
+    keys = state_keys(q.r, 9, "next")
+    assert keys is not None
+    q.r.rpop(keys[1])
+    assert shared.take_next(9) is None and "incomplete" in log.getvalue()
+    assert not q.r.keys(f"{P}9:*")
+    q.close()
