@@ -453,7 +453,24 @@ def _unimodal(h: np.ndarray) -> np.ndarray:
             else _isotonic(h))
 
 
-def _sound_pdf(weight: np.ndarray, a: np.ndarray, b: np.ndarray, n_ann: int, edges: np.ndarray) -> np.ndarray:
+def _lone(d: np.ndarray, task: np.ndarray, n_tasks: int) -> np.ndarray:
+    """Per answer, whether every other answer of its task is less than half as far from the
+    consensus: a slip of its own annotator, not a task where several answers depart."""
+    s = np.lexsort((-d, task))
+    ts, ds = task[s], d[s]
+    head = np.flatnonzero(np.r_[True, ts[1:] != ts[:-1]])
+    top1, top2 = np.full(n_tasks, -np.inf), np.full(n_tasks, -np.inf)
+    top1[ts[head]] = ds[head]
+    nxt = head + 1
+    same = nxt < ts.size
+    same[same] = ts[nxt[same]] == ts[head[same]]
+    top2[ts[head[same]]] = ds[nxt[same]]
+    other = np.where(d < top1[task], top1[task], top2[task])
+    return other < 0.5 * d
+
+
+def _sound_pdf(weight: np.ndarray, a: np.ndarray, b: np.ndarray, n_ann: int, edges: np.ndarray,
+               lone: np.ndarray) -> np.ndarray:
     """``f_s``: the unimodal histogram of the answers' sound weights (smoothed, with
     :data:`_SOUND_PSEUDO` answers spread evenly as a floor), raised wherever the typical
     annotator lands more often — per bin, the median over the annotators with
@@ -483,14 +500,20 @@ def _sound_pdf(weight: np.ndarray, a: np.ndarray, b: np.ndarray, n_ann: int, edg
     ndarray, shape (B,)
     """
     n_bins = edges.size - 1
-    per = np.bincount(a * n_bins + b, weights=weight, minlength=n_ann * n_bins).reshape(n_ann, n_bins)
+    cell = a * n_bins + b
+    per = np.bincount(cell, weights=weight, minlength=n_ann * n_bins).reshape(n_ann, n_bins)
     h = _smooth_rows(per.sum(axis=0)[None])[0]
     if h.sum() > 0:
+        mode = int(np.argmax(h))
         h = _unimodal(h)
         tot = per.sum(axis=1)
         typical = tot >= _TYPICAL_MIN
         if typical.sum() >= 3:
-            shares = _smooth_rows(per[typical]) / tot[typical, None]
+            # past the mode, only lone far answers count: tasks where several answers depart
+            # at once are not what a careful annotator does now and then
+            alone = np.bincount(cell, weights=weight * (lone | (b <= mode)),
+                                minlength=n_ann * n_bins).reshape(n_ann, n_bins)
+            shares = _smooth_rows(alone[typical]) / tot[typical, None]
             h = np.maximum(h, np.median(shares, axis=0) * h.sum())
     h = h + _SOUND_PSEUDO / n_bins
     return h / (h.sum() * (edges[1] - edges[0]))
@@ -652,8 +675,9 @@ def fit_distance_model(medoid: Medoids, annotator: Sequence[Any], *, distance: s
     b = _bin(d, edges)
     careful = np.ones(n_ann, dtype=bool)
     n_answers = np.bincount(ann_codes, minlength=n_ann)
+    lone = _lone(d, task, n_tasks)
     state = {"theta": np.full(n_ann, CAREFUL),
-             "sound": _sound_pdf(np.ones(d.size), a, b, n_ann, edges),
+             "sound": _sound_pdf(np.ones(d.size), a, b, n_ann, edges, lone),
              "departs": _beyond(d, b, np.ones(d.size, dtype=bool), edges),
              "rho": _AMBIGUITY_START if ambiguity else 1e-12}
 
@@ -683,7 +707,7 @@ def fit_distance_model(medoid: Medoids, annotator: Sequence[Any], *, distance: s
             in_main /= ordinary
             in_main += pa * sound_share
             other = pa * other_share
-            state["sound"] = _sound_pdf(in_main, a, b, n_ann, edges)
+            state["sound"] = _sound_pdf(in_main, a, b, n_ann, edges, lone)
             if not careful.all():
                 departs = 1.0 - in_main - other
                 # f_d learns where departures land, beyond the reach of careful work (the
