@@ -37,7 +37,7 @@ from __future__ import annotations
 import sys
 import time
 import uuid
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, NamedTuple, TextIO
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, TextIO
 
 from ..client import LabelStudioError
 from .redis_queue import UNADOPTED_SECONDS
@@ -57,14 +57,20 @@ P = "lsa:proj:"
 _BLOCKS_PER_TRIP = 4
 
 
+_GENERATION = {"snap": "gen", "next": "nextgen"}
+
+
+def _lists(project_id: int, which: str, gen: bytes | str | None) -> tuple[str, str]:
+    """The lists of generation ``gen`` of the project's ``snap`` (or ``next``): tasks, entries."""
+    base = f"{P}{int(project_id)}:{which}:{gen.decode() if isinstance(gen, bytes) else gen or ''}"
+    return f"{base}:tasks", f"{base}:entries"
+
+
 def state_keys(r: Any, project_id: int, which: str = "snap") -> tuple[str, str] | None:
     """The lists holding the blocks of the project's current ``snap`` (or ``next``): tasks
     and entries; None when it has none."""
-    gen = r.get(f"{P}{int(project_id)}:{'gen' if which == 'snap' else 'nextgen'}")
-    if gen is None:
-        return None
-    base = f"{P}{int(project_id)}:{which}:{gen.decode() if isinstance(gen, bytes) else gen}"
-    return f"{base}:tasks", f"{base}:entries"
+    gen = r.get(f"{P}{int(project_id)}:{_GENERATION[which]}")
+    return None if gen is None else _lists(project_id, which, gen)
 
 
 class SharedProjects:
@@ -113,8 +119,8 @@ class SharedProjects:
         if head is None:
             return False
         try:
-            base = f"{P}{pid}:snap:{(gen or b'').decode()}"
-            load_project(proj, head, self._blocks(f"{base}:tasks"), self._blocks(f"{base}:entries"))
+            tasks, entries = _lists(pid, "snap", gen)
+            load_project(proj, head, self._blocks(tasks), self._blocks(entries))
             proj.pushed = {int(k): load_pushed(v) for k, v in self.r.hgetall(f"{P}{pid}:pushed").items()}
             log = [load_event(x) for x in self.r.lrange(f"{P}{pid}:log", 0, -1)]
             if log:
@@ -138,13 +144,7 @@ class SharedProjects:
         whole = out.mode != "events"
         old: tuple[str, str] | None = None
         if whole or self.r.llen(f"{P}{pid}:log") + len(events) > self.snapshot_events:
-            old = state_keys(self.r, pid)
-            gen = uuid.uuid4().hex
-            lists = self._write(f"{P}{pid}:snap:{gen}", dump_project(proj))
-            pipe.set(f"{P}{pid}:snap", lists.head)
-            pipe.set(f"{P}{pid}:gen", gen)
-            for key in lists.keys:
-                pipe.persist(key)
+            old = self._switch(pipe, pid, "snap", dump_project(proj))
             pipe.delete(f"{P}{pid}:log")
         elif events:
             pipe.rpush(f"{P}{pid}:log", *[dump_event(e) for e in events])
@@ -160,11 +160,24 @@ class SharedProjects:
         return version
 
     # -- blocks ---------------------------------------------------------------------------------
-    def _write(self, base: str, stored: Stored) -> "_Written":
-        """Append the state's blocks to ``<base>:tasks`` and ``<base>:entries``, a few per
-        round trip; they expire unless the caller's switch adopts them (a writer that dies
-        midway leaves nothing for good)."""
-        keys = (f"{base}:tasks", f"{base}:entries")
+    def _switch(self, pipe: Any, pid: int, which: str, stored: Stored) -> tuple[str, str] | None:
+        """Write ``stored``'s blocks under a new generation of the project's ``which``
+        (:meth:`_write`) and queue on the transaction ``pipe`` the switch to it: the head,
+        the generation, the blocks kept. Returns the lists of the generation it replaces,
+        for the caller to unlink once ``pipe`` has run."""
+        old = state_keys(self.r, pid, which)
+        gen = uuid.uuid4().hex
+        keys = self._write(_lists(pid, which, gen), stored)
+        pipe.set(f"{P}{pid}:{which}", stored.head)
+        pipe.set(f"{P}{pid}:{_GENERATION[which]}", gen)
+        for key in keys:
+            pipe.persist(key)
+        return old
+
+    def _write(self, keys: tuple[str, str], stored: Stored) -> tuple[str, str]:
+        """Append the state's task blocks and entry blocks to ``keys``, a few per round trip;
+        they expire unless a switch adopts them (a writer that dies midway leaves nothing
+        for good)."""
         for key, blocks in zip(keys, (stored.tasks, stored.entries)):
             pending: list[bytes] = []
             for block in blocks:
@@ -174,7 +187,7 @@ class SharedProjects:
                     pending = []
             if pending:
                 self._append(key, pending)
-        return _Written(head=stored.head, keys=keys)
+        return keys
 
     def _append(self, key: str, blocks: list[bytes]) -> None:
         pipe = self.r.pipeline(transaction=False)
@@ -209,14 +222,8 @@ class SharedProjects:
     # -- background baselines ---------------------------------------------------------------
     def put_next(self, project_id: int, base: "ProjectBaseline") -> None:
         pid = int(project_id)
-        old = state_keys(self.r, pid, "next")
-        gen = uuid.uuid4().hex
-        lists = self._write(f"{P}{pid}:next:{gen}", dump_baseline(base))
         pipe = self.r.pipeline(transaction=True)
-        pipe.set(f"{P}{pid}:next", lists.head)
-        pipe.set(f"{P}{pid}:nextgen", gen)
-        for key in lists.keys:
-            pipe.persist(key)
+        old = self._switch(pipe, pid, "next", dump_baseline(base))
         pipe.execute()
         if old is not None:
             self.r.unlink(*old)
@@ -229,14 +236,14 @@ class SharedProjects:
         head, gen = pipe.execute()
         if head is None:
             return None
-        entries = f"{P}{pid}:next:{(gen or b'').decode()}:entries"
+        lists = _lists(pid, "next", gen)
         try:
-            return load_baseline(head, self._blocks(entries))
+            return load_baseline(head, self._blocks(lists[1]))
         except Exception as exc:  # noqa: BLE001 - not ours to trust: the next reconcile makes another
             self._say(f"project {pid}: stored background baseline not used ({exc})")
             return None
         finally:
-            self.r.unlink(entries, f"{P}{pid}:next:{(gen or b'').decode()}:tasks")
+            self.r.unlink(*lists)
 
     def forget(self, project_id: int) -> None:
         """Drop the project's state (the next job starts with a full read)."""
@@ -244,10 +251,3 @@ class SharedProjects:
         lists = [k for which in ("snap", "next") for k in (state_keys(self.r, pid, which) or ())]
         self.r.delete(*[f"{P}{pid}:{k}" for k in ("snap", "gen", "log", "pushed", "ver", "next", "nextgen")],
                       *lists)
-
-
-class _Written(NamedTuple):
-    """A state's head and the lists its blocks were appended to, waiting for the switch."""
-
-    head: bytes
-    keys: tuple[str, str]
