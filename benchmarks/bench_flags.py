@@ -19,7 +19,9 @@ Three parts:
   with careful annotators right ``ACC`` of the time instead (projects the targets were not
   tuned on); ``--split coins``, with each careful annotator of an ambiguous task reading one
   of its two labels by a coin instead of the two split evenly; ``--misses SHARE``, with the
-  careful annotators of the box and entity shapes missing that share of them.
+  careful annotators of the box and entity shapes missing that share of them; ``--jitter
+  SD``, with careful boxes jittering by that standard deviation (x, y, width and height, in
+  percent of the image; the shape's own is 0.8).
 * **the demo's projects** (``ls_agreement.demo.data``: a careless annotator, ambiguous
   tasks whose careful annotators split): precision and recall of the flags as before,
   target ≥ 0.8 on average; beside them, on the two Choices + Rating projects made with a
@@ -30,7 +32,7 @@ Three parts:
   on a 1,000-task demo mirror (target ≤ 50 ms): wall time and the process's CPU time (the
   machine may be shared).
 
-Run: ``python -m benchmarks flags [-- --seeds 1 2 3 --skip-speed --skip-demo --careful 0.95 --split coins --misses 0.02]``.
+Run: ``python -m benchmarks flags [-- --seeds 1 2 3 --skip-speed --skip-demo --careful 0.95 --split coins --misses 0.02 --jitter 1.5]``.
 """
 from __future__ import annotations
 
@@ -51,7 +53,7 @@ from ls_agreement.plugin.report.build import build_report
 from ls_agreement.plugin.settings import ReportSettings
 
 from .flag_oracle import demo_oracle_flags, oracle_flags
-from .flag_shapes import SHAPES, ShapeProject, make_project
+from .flag_shapes import SHAPES, RegionNoise, ShapeProject, make_project
 
 TARGET, SEED_FLOOR, NULL_AT_MOST, HARD_AT_MOST = 0.8, 0.7, 0.03, 0.05
 FIT_SECONDS, EVENT_SECONDS = 10.0, 0.05
@@ -127,7 +129,7 @@ def run_shape(proj: ShapeProject, with_crowdkit: bool) -> dict[str, Any]:
 
 
 def _shapes(seeds: list[int], with_crowdkit: bool, careful: float | None = None,
-            split: Literal["even", "coins"] | None = None, misses: float = 0.0) -> bool:
+            split: Literal["even", "coins"] | None = None, noise: RegionNoise = RegionNoise()) -> bool:
     print("seven shapes (benchmarks/flag_shapes.py): precision / recall / false-flag share of the task "
           f"flags; targets: P, R >= {TARGET} mean and >= {SEED_FLOOR} each seed; null <= {NULL_AT_MOST:.0%} "
           f"flagged; hard <= {HARD_AT_MOST:.0%} of ordinary tasks flagged; bad annotator lowest reliability; "
@@ -136,14 +138,17 @@ def _shapes(seeds: list[int], with_crowdkit: bool, careful: float | None = None,
           + (f"; careful annotators of the Choices shapes right {careful:.0%} of the time (--careful)" if careful else "")
           + ("; each careful annotator of an ambiguous task reads one of its labels by a coin (--split coins)"
              if split == "coins" else "")
-          + (f"; careful annotators of the box and entity shapes miss {misses:.0%} of them (--misses)" if misses else ""))
+          + (f"; careful annotators of the box and entity shapes miss {noise.misses:.0%} of them (--misses)"
+             if noise.misses else "")
+          + (f"; careful boxes jitter by {noise.jitter:g} % of the image (--jitter)"
+             if noise.jitter != RegionNoise().jitter else ""))
     head = (f"{'shape':20} {'seed':>4} {'tasks':>5} {'planted':>7} {'flagged':>7} {'prec':>5} {'recall':>6} "
             f"{'false':>6} {'truth P/R':>9} {'bad lowest':>10} {'consensus':>9} {'DS':>6} {'GLAD':>6} {'MACE':>6}")
     print(head)
     print("-" * len(head))
     all_met = True
     for shape in SHAPES:
-        rows = [run_shape(make_project(shape, s, careful, split, misses), with_crowdkit) for s in seeds]
+        rows = [run_shape(make_project(shape, s, careful, split, noise), with_crowdkit) for s in seeds]
         for s, r in zip(seeds, rows):
             ck = r.get("crowdkit") or {}
             acc = f"{r['accuracy']:.3f}" if "accuracy" in r else "–"
@@ -313,8 +318,11 @@ def main(argv: list[str] | None = None) -> int:
                              "(the shapes' own) or each by a coin")
     parser.add_argument("--misses", type=float, default=0.0,
                         help="share of boxes / entities the careful annotators of the region shapes miss")
+    parser.add_argument("--jitter", type=float, default=RegionNoise().jitter,
+                        help="standard deviation of careful boxes' x, y, width and height (%% of the image)")
     args = parser.parse_args(argv or [])
-    met = _shapes(args.seeds, not args.skip_crowdkit, args.careful, args.split, args.misses)
+    met = _shapes(args.seeds, not args.skip_crowdkit, args.careful, args.split,
+                  RegionNoise(misses=args.misses, jitter=args.jitter))
     if not args.skip_demo:
         met &= _demo(args.seeds)
     if not args.skip_speed:

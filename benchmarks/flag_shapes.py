@@ -35,7 +35,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
-__all__ = ["Bad", "LabelsPlan", "Shape", "ShapeProject", "SHAPES", "make_project", "careful_rating_p"]
+__all__ = ["Bad", "LabelsPlan", "RegionNoise", "Shape", "ShapeProject", "SHAPES", "make_project", "careful_rating_p"]
 
 LABELS = ("Positive", "Neutral", "Negative")
 ENTITY_LABELS = ("PER", "ORG", "LOC")
@@ -127,6 +127,16 @@ class ShapeProject:
     bad: str | None = None
     categorical: str | None = None
     plan: LabelsPlan | None = None
+
+
+@dataclass(frozen=True)
+class RegionNoise:
+    """How careful annotators of the region shapes err: ``misses``, the share of boxes or
+    entities they leave out; ``jitter``, the standard deviation of a box's x, y, width and
+    height in percent of the image (the shifted annotator's boxes are jittered alike)."""
+
+    misses: float = 0.0
+    jitter: float = 0.8
 
 
 @dataclass(frozen=True)
@@ -225,7 +235,7 @@ def _labels_project(rng: random.Random, name: str, plan: LabelsPlan) -> ShapePro
     return proj
 
 
-def _boxes(rng: random.Random, misses: float = 0.0) -> ShapeProject:
+def _boxes(rng: random.Random, noise: RegionNoise = RegionNoise()) -> ShapeProject:
     n_tasks, pool, who = _layout(rng)
     bad_id = pool[0]
     proj = ShapeProject(name="shifted boxes", config=_config(BOX_XML), tasks=[], bad=str(bad_id))
@@ -242,9 +252,9 @@ def _boxes(rng: random.Random, misses: float = 0.0) -> ShapeProject:
                 proj.planted.add(tid)
             res = []
             for x, y, w, h, lab in truth:
-                if misses and uid != bad_id and rng.random() < misses:    # a careful annotator misses it
+                if noise.misses and uid != bad_id and rng.random() < noise.misses:   # a careful annotator misses it
                     continue
-                jx, jy, jw, jh = (rng.gauss(0, 0.8) for _ in range(4))
+                jx, jy, jw, jh = (rng.gauss(0, noise.jitter) for _ in range(4))
                 bx = x + jx + (0.5 * w if shift else 0.0)
                 bw = max(w + jw, 2.0)
                 res.append({"from_name": "objects", "to_name": "image", "type": "rectanglelabels",
@@ -257,7 +267,7 @@ def _boxes(rng: random.Random, misses: float = 0.0) -> ShapeProject:
     return proj
 
 
-def _entities(rng: random.Random, misses: float = 0.0) -> ShapeProject:
+def _entities(rng: random.Random, noise: RegionNoise = RegionNoise()) -> ShapeProject:
     n_tasks, pool, who = _layout(rng)
     bad_id = pool[0]
     proj = ShapeProject(name="missed entities", config=_config(TEXT_XML, ENTITY_XML), tasks=[], bad=str(bad_id))
@@ -278,7 +288,7 @@ def _entities(rng: random.Random, misses: float = 0.0) -> ShapeProject:
                 if uid == bad_id and rng.random() < 0.35:
                     proj.planted.add(tid)
                     continue
-                if misses and uid != bad_id and rng.random() < misses:    # a careful annotator misses it
+                if noise.misses and uid != bad_id and rng.random() < noise.misses:   # a careful annotator misses it
                     continue
                 if rng.random() < 0.03:                           # a boundary off by a character
                     e = max(e - 1, s + 1)
@@ -301,16 +311,16 @@ SHAPES: tuple[Shape, ...] = (
 
 
 def make_project(shape: Shape, seed: int, careful: float | None = None,
-                 split: Literal["even", "coins"] | None = None, misses: float = 0.0) -> ShapeProject:
+                 split: Literal["even", "coins"] | None = None, noise: RegionNoise = RegionNoise()) -> ShapeProject:
     """The project of ``shape`` for ``seed`` (the same seed gives the same project);
     ``careful``: another accuracy for the careful annotators of a Choices project;
-    ``split``: how they read an ambiguous task's two labels; ``misses``: the share of boxes
-    or entities the careful annotators of the region shapes miss (each applies to its own
-    shapes; the others ignore it)."""
+    ``split``: how they read an ambiguous task's two labels; ``noise``: how the careful
+    annotators of the region shapes err (each applies to its own shapes; the others ignore
+    it)."""
     rng = random.Random(f"{shape.name}/{seed}")
     if shape.plan is not None:
         plan = shape.plan if careful is None else dataclasses.replace(shape.plan, accuracy=careful)
         plan = plan if split is None else dataclasses.replace(plan, split=split)
         return _labels_project(rng, shape.name, plan)
     assert shape.make is not None
-    return shape.make(rng, misses) if misses else shape.make(rng)
+    return shape.make(rng, noise)
