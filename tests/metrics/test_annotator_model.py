@@ -286,6 +286,31 @@ def test_coin_splits_alone_are_found() -> None:
     assert np.mean(recall) >= 0.45
 
 
+@pytest.mark.parametrize("seed", [1, 8])
+def test_coin_splits_of_a_small_project_are_read(seed: int) -> None:
+    """200 tasks, 15 % of them split by coins, careful annotators 99 % right, 2 to 5 answers
+    a task: at these seeds neither the mixed reading nor coins with fitted pairs paid for
+    their numbers, and every split read as a slip (ρ = 0, nothing flagged). Coins between
+    any two nominal classes alike pay for ρ alone."""
+    df, amb, both = _ambiguous_project(seed, 0.99, (2, 5), even=False, n=200, share=0.15)
+    model, p_amb = _ambiguity_read(df)
+    assert model.ambiguity >= 0.5 * (amb & both).mean()
+    flagged = p_amb >= 0.5
+    assert np.mean(flagged[amb & both]) >= 0.2
+    assert np.mean(flagged[~amb]) <= 0.02
+
+
+@pytest.mark.parametrize("accuracy", [0.99, 0.85, 0.75])
+def test_no_ambiguity_where_none_is_planted(accuracy: float) -> None:
+    """Nothing ambiguous, careful annotators' slips spread evenly: no reading of ambiguity
+    pays for its numbers, the cheapest (ρ alone) included, on projects of 150 to 340 tasks."""
+    for n in (150, 340):
+        for seed in range(1, 5):
+            df, _, _ = _ambiguous_project(seed, accuracy, (2, 5), even=False, n=n, share=0.0)
+            model, p_amb = _ambiguity_read(df)
+            assert model.ambiguity < 1e-3 and not (p_amb >= 0.5).any(), (n, seed)
+
+
 @pytest.mark.parametrize("seed", [5, 6])
 def test_even_splits_are_told_from_slips(seed: int) -> None:
     """Careful annotators who split an ambiguous task half and half, and slip one answer in
