@@ -38,7 +38,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any, Hashable, Literal, Sequence
+from typing import Any, Hashable, Iterator, Literal, Sequence
 
 import numpy as np
 import pandas as pd
@@ -602,6 +602,60 @@ def _predictive(p: _Params, pb: _Problem) -> tuple[np.ndarray, np.ndarray]:
     return u[pb.answer], p.xi[c.annotator, c.label][pb.answer]
 
 
+def _read_ambiguity(p: _Params, logp: float, plain: _Problem, problem: _Problem, careful: np.ndarray,
+                    max_iter: int, tol: float) -> tuple[_Params, float, _Problem, int]:
+    """The first reading with ambiguous tasks that pays for its numbers, else the plain fit
+    ``p`` (log posterior ``logp``): the fit, its log posterior, its problem, EM steps run.
+
+    Ambiguous tasks only where they clearly explain the splits better than slips do:
+    careful annotators' slips split a few tasks alike by chance, and a component of P free
+    numbers fitted to T tasks gains about P/2 log T from chance alone (BIC) — a fixed bar
+    let a null project of 370 tasks read 7 % of them as ambiguous. The readings, tried in
+    turn:
+
+    * *mixed*: ρ, the pairs' shares ψ and λ, the share split evenly; from two starts;
+    * *coins* (λ = 0, one number less), from the mixed fit: ambiguous tasks whose careful
+      annotators each toss a coin, 2–5 answers a task and slips 1 in 100, had the mixed
+      fit fall short of its bar, and the ambiguity was read as slips. Where the mixed
+      reading pays, it stands: on even splits, coins alone read slips as ambiguity too;
+    * for nominal classes (slips spread evenly over the others), *coins between any two
+      classes alike* (ψ uniform, not fitted: ρ the one number paid for). A coin-split
+      project of 273 tasks gained 7.4 with fitted pairs against their price of 8.4, and
+      every split read as a slip (nothing flagged). Not for ordered grades: there a pair of
+      neighbours read by coins is what slips look like.
+    """
+    per_parameter = AMBIGUOUS_PER_PARAMETER * math.log(max(plain.c.starts.size, 2))
+    n_pairs = problem.pa.size
+    coins = dataclasses.replace(problem, split="coins")
+    mixed: _Params | None = None      # the best mixed fit, where the later readings start
+
+    def readings() -> Iterator[tuple[_Problem, list[_Params], int]]:
+        yield problem, [_start(problem, rho, careful) for rho in _AMBIGUITY_STARTS], n_pairs + 1
+        yield coins, [dataclasses.replace(mixed, even=0.0)], n_pairs
+        if problem.slips == "even":
+            yield (dataclasses.replace(coins, fixed_pairs=True),
+                   [dataclasses.replace(mixed, even=0.0, psi=np.full(n_pairs, 1.0 / n_pairs))], 1)
+
+    n_iter = 0
+    for pb, starts, price in readings():
+        bar = logp + price * per_parameter
+        best: tuple[_Params, float, int] | None = None
+        for start in starts:
+            # a component with nothing to explain shrinks slowly (hundreds of steps on a
+            # large project); real ambiguity settles within a few dozen: past those the
+            # start is judged as it stands (an unconverged fit only scores lower), and
+            # one that is climbing too slowly to clear the bar is given up sooner
+            fit = _em(start, pb, min(max_iter, _AMBIGUITY_ITER), tol, careful, target=bar)
+            n_iter += fit[2]
+            if best is None or fit[1] > best[1]:
+                best = fit
+        assert best is not None
+        if best[1] >= bar:
+            return best[0], best[1], pb, n_iter
+        mixed = mixed or best[0]
+    return p, logp, plain, n_iter
+
+
 def fit_label_model(item: Sequence[Hashable], annotator: Sequence[Any], label: Sequence[Hashable], *,
                     classes: Sequence[Hashable] | None = None, ambiguity: bool = True,
                     max_iter: int = _MAX_ITER, tol: float = _TOL) -> LabelModel:
@@ -672,54 +726,8 @@ def fit_label_model(item: Sequence[Hashable], annotator: Sequence[Any], label: S
         p, logp = fit[0], fit[1]
         plain, problem = even, dataclasses.replace(problem, slips="even")
     if problem.ambiguity:
-        # ambiguous tasks only where they clearly explain the splits better than slips do:
-        # careful annotators' slips split a few tasks alike by chance, and a component of
-        # P free numbers fitted to T tasks gains about P/2 log T from chance alone (BIC) —
-        # a fixed bar let a null project of 370 tasks read 7 % of them as ambiguous
-        per_parameter = AMBIGUOUS_PER_PARAMETER * math.log(max(c.starts.size, 2))
-        bar = per_parameter * (pa.size + 1)
-        best: tuple[_Params, float, int] | None = None
-        for rho in _AMBIGUITY_STARTS:
-            # a component with nothing to explain shrinks slowly (hundreds of steps on a
-            # large project); real ambiguity settles within a few dozen: past those the
-            # start is judged as it stands (an unconverged fit only scores lower), and
-            # one that is climbing too slowly to clear the bar is given up sooner
-            fit = _em(_start(problem, rho, careful), problem, min(max_iter, _AMBIGUITY_ITER), tol, careful,
-                      target=logp + bar)
-            n_iter += fit[2]
-            if best is None or fit[1] > best[1]:
-                best = fit
-        chosen = plain
-        if best is not None and best[1] >= logp + bar:
-            p, logp, _ = best
-            chosen = problem
-        elif best is not None:
-            # where the mixed reading does not pay for λ, ambiguity all split by coins (ρ and
-            # ψ: one number less) may: ambiguous tasks whose careful annotators each toss a
-            # coin, 2–5 answers a task and slips 1 in 100, had the mixed fit fall short of
-            # its bar, and the ambiguity was read as slips. Where the mixed reading pays,
-            # it stands: on even splits, coins alone read slips as ambiguity too.
-            coins = dataclasses.replace(problem, split="coins")
-            fit = _em(dataclasses.replace(best[0], even=0.0), coins, min(max_iter, _AMBIGUITY_ITER), tol, careful,
-                      target=logp + bar - per_parameter)
-            n_iter += fit[2]
-            if fit[1] >= logp + bar - per_parameter:
-                p, logp, _ = fit
-                chosen = coins
-            elif problem.slips == "even":
-                # nominal classes (slips spread evenly over the others): ambiguity by coins
-                # between any two classes alike, ρ the one number it pays for. On a coin-split
-                # project of 273 tasks the coins' gain was 7.4 against their price of 8.4, and
-                # every split was read as a slip (nothing flagged). Not for ordered grades:
-                # there a pair of neighbours read by coins is what slips look like.
-                fixed = dataclasses.replace(coins, fixed_pairs=True)
-                start = dataclasses.replace(best[0], even=0.0, psi=np.full(pa.size, 1.0 / pa.size))
-                fit = _em(start, fixed, min(max_iter, _AMBIGUITY_ITER), tol, careful, target=logp + per_parameter)
-                n_iter += fit[2]
-                if fit[1] >= logp + per_parameter:
-                    p, logp, _ = fit
-                    chosen = fixed
-        problem = chosen
+        p, logp, problem, more = _read_ambiguity(p, logp, plain, problem, careful, max_iter, tol)
+        n_iter += more
     prof = sound_profile(*_predictive(p, problem), c.annotator, n_ann)
     for _ in range(n_ann):
         freed = careful & (prof.gain() >= DEPARTS_AT)
