@@ -38,7 +38,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any, Hashable, Iterator, Literal, Sequence
+from typing import Any, Hashable, Literal, Sequence
 
 import numpy as np
 import pandas as pd
@@ -626,33 +626,33 @@ def _read_ambiguity(p: _Params, logp: float, plain: _Problem, problem: _Problem,
     """
     per_parameter = AMBIGUOUS_PER_PARAMETER * math.log(max(plain.c.starts.size, 2))
     n_pairs = problem.pa.size
-    coins = dataclasses.replace(problem, split="coins")
-    mixed: _Params | None = None      # the best mixed fit, where the later readings start
+    iters = min(max_iter, _AMBIGUITY_ITER)
 
-    def readings() -> Iterator[tuple[_Problem, list[_Params], int]]:
-        yield problem, [_start(problem, rho, careful) for rho in _AMBIGUITY_STARTS], n_pairs + 1
-        yield coins, [dataclasses.replace(mixed, even=0.0)], n_pairs
-        if problem.slips == "even":
-            yield (dataclasses.replace(coins, fixed_pairs=True),
-                   [dataclasses.replace(mixed, even=0.0, psi=np.full(n_pairs, 1.0 / n_pairs))], 1)
-
-    n_iter = 0
-    for pb, starts, price in readings():
+    def best_fit(pb: _Problem, starts: list[_Params], price: int) -> tuple[_Params, float, int, bool]:
+        """The best of EM from ``starts``, its log posterior, the steps run, whether it pays."""
         bar = logp + price * per_parameter
-        best: tuple[_Params, float, int] | None = None
-        for start in starts:
-            # a component with nothing to explain shrinks slowly (hundreds of steps on a
-            # large project); real ambiguity settles within a few dozen: past those the
-            # start is judged as it stands (an unconverged fit only scores lower), and
-            # one that is climbing too slowly to clear the bar is given up sooner
-            fit = _em(start, pb, min(max_iter, _AMBIGUITY_ITER), tol, careful, target=bar)
-            n_iter += fit[2]
-            if best is None or fit[1] > best[1]:
-                best = fit
-        assert best is not None
-        if best[1] >= bar:
-            return best[0], best[1], pb, n_iter
-        mixed = mixed or best[0]
+        fits = [_em(start, pb, iters, tol, careful, target=bar) for start in starts]
+        best = max(fits, key=lambda f: f[1])
+        return best[0], best[1], sum(f[2] for f in fits), best[1] >= bar
+
+    # a component with nothing to explain shrinks slowly (hundreds of steps on a large
+    # project); real ambiguity settles within a few dozen: past those a start is judged as
+    # it stands (an unconverged fit only scores lower), and one climbing too slowly to
+    # clear its bar is given up sooner (_em's target)
+    mixed, mixed_logp, n_iter, pays = best_fit(
+        problem, [_start(problem, rho, careful) for rho in _AMBIGUITY_STARTS], n_pairs + 1)
+    if pays:
+        return mixed, mixed_logp, problem, n_iter
+    coins = dataclasses.replace(problem, split="coins")
+    later = [(coins, dataclasses.replace(mixed, even=0.0), n_pairs)]
+    if problem.slips == "even":
+        later.append((dataclasses.replace(coins, fixed_pairs=True),
+                      dataclasses.replace(mixed, even=0.0, psi=np.full(n_pairs, 1.0 / n_pairs)), 1))
+    for pb, start, price in later:
+        fit, fit_logp, more, pays = best_fit(pb, [start], price)
+        n_iter += more
+        if pays:
+            return fit, fit_logp, pb, n_iter
     return p, logp, plain, n_iter
 
 
