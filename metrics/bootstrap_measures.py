@@ -109,7 +109,22 @@ class _ItemMatrix:
 
 def _incidence(row: np.ndarray, col: np.ndarray, n_rows: int, n_cols: int,
                data: np.ndarray | None = None) -> sparse.csr_matrix:
+    """``(n_rows, n_cols)``: the sum of ``data`` (ones when None) at each ``(row, col)``, in
+    canonical CSR form (sorted, no duplicates), as scipy's COO constructor gives it.
+
+    Where the grid of cells is small against the entries, a count per cell gives the sorted
+    cells at once: scipy's conversion sorts each row's columns (``csr_sort_indices``), and
+    a σ side map's single row of every observed pair, unsorted, took 2.7 s of a
+    100,000-task box control's 46 s (issue 24). Elsewhere scipy's conversion stands (a
+    counting sort by row, nothing more where each row's columns already ascend)."""
     data = np.ones(row.size) if data is None else data
+    if row.size and n_rows * n_cols <= 4 * row.size:
+        key = np.asarray(row, dtype=np.int64) * n_cols + col
+        summed = np.bincount(key, weights=data, minlength=n_rows * n_cols)
+        key = np.flatnonzero(np.bincount(key, minlength=n_rows * n_cols))
+        indptr = np.zeros(n_rows + 1, dtype=np.int64)
+        np.cumsum(np.bincount(key // n_cols, minlength=n_rows), out=indptr[1:])
+        return sparse.csr_matrix((summed[key], key % n_cols, indptr), shape=(n_rows, n_cols))
     return sparse.csr_matrix((data, (row, col)), shape=(n_rows, n_cols))
 
 

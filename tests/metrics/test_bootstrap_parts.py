@@ -123,3 +123,25 @@ def test_bca_intervals_equal_bca_interval_column_by_column():
     for c in range(k):
         want = bca_interval(boot[:, c], jack[:, c], float(est[c]), 0.9, n_units=int(units[c]))
         np.testing.assert_allclose(got[c], want, rtol=1e-12, atol=1e-12, equal_nan=True)
+
+
+@pytest.mark.parametrize("n_rows, n_cols, n", [(1, 500, 3000), (7, 40, 2000), (30, 2000, 500), (3, 5, 0)])
+def test_incidence_matrix_is_scipys_coo_sum_in_canonical_form(n_rows, n_cols, n):
+    """The replicates' incidence maps (built from sorted cell keys where the grid is small)
+    against scipy's own COO constructor: the same entries, duplicates summed, and the same
+    canonical layout (sorted columns, no duplicates), so every sparse product sums in the
+    same order as before."""
+    from scipy import sparse
+
+    from ls_agreement.metrics.bootstrap_measures import _incidence
+
+    rng = np.random.default_rng(n_rows * 1000 + n)
+    row, col = rng.integers(0, n_rows, n), rng.integers(0, n_cols, n)
+    data = rng.integers(1, 5, n).astype(float)
+    for weights in (None, data):
+        got = _incidence(row, col, n_rows, n_cols, weights)
+        want = sparse.csr_matrix((np.ones(n) if weights is None else weights, (row, col)), shape=(n_rows, n_cols))
+        want.sum_duplicates()
+        assert got.shape == want.shape and got.has_canonical_format
+        assert np.array_equal(got.indptr, want.indptr) and np.array_equal(got.indices, want.indices)
+        assert np.array_equal(got.data, want.data)
