@@ -362,7 +362,7 @@ def fit_ambiguity(controls: Mapping[str, "ControlReport"]) -> float:
 
 def task_flag(items: Mapping[str, "ItemEntry"], controls: Mapping[str, "ControlReport"],
               settings: Mapping[str, Any] | None = None,
-              ambiguity: float = 0.0) -> tuple[bool, dict[str, str], float | None]:
+              ambiguity: float = 0.0, p_task: float | None = None) -> tuple[bool, dict[str, str], float | None]:
     """Whether ONE task is flagged, why, and the posterior.
 
     Parameters
@@ -375,6 +375,10 @@ def task_flag(items: Mapping[str, "ItemEntry"], controls: Mapping[str, "ControlR
         The report's settings (``flag_posterior``, default ½).
     ambiguity : float
         ρ_T, the project's share of tasks ambiguous over all their controls (:func:`fit_ambiguity`).
+    p_task : float, optional
+        P(ambiguous over its controls), when the caller read it for many tasks at once
+        (``task_ambiguity`` of :func:`task_ambiguity_lr` with ``ambiguity``; 0 without a
+        ratio); computed here when None.
 
     Returns
     -------
@@ -401,8 +405,9 @@ def task_flag(items: Mapping[str, "ItemEntry"], controls: Mapping[str, "ControlR
             no_departure *= 1.0 - (rec.p_flag - p_amb)
             amb = max(amb, p_amb)
             read = True
-    lr = task_ambiguity_lr(items, controls)
-    p_task = float(task_ambiguity(np.array([lr]), ambiguity)[0]) if lr is not None else 0.0
+    if p_task is None:
+        lr = task_ambiguity_lr(items, controls)
+        p_task = float(task_ambiguity(np.array([lr]), ambiguity)[0]) if lr is not None else 0.0
     posterior = 1.0 - no_departure * (1.0 - max(amb, p_task)) if read else None
     if posterior is not None and posterior >= threshold:
         if p_task >= _REASON_FROM:

@@ -65,7 +65,7 @@ def _child(send: Connection, fn: Callable[[], Any]) -> None:
     """In a forked child: ``(True, fn())``, or ``(False, the error)``, pickled to ``send``."""
     try:
         value = fn()
-        with gc_paused():    # pickling makes a state tuple per object and no cycles: see _collect
+        with gc_paused():    # pickling makes a state tuple per object and no cycles: see _decode
             payload = pickle.dumps((True, value), protocol=pickle.HIGHEST_PROTOCOL)
     except BaseException as exc:      # whatever it is, the parent decides (re-raise or re-run)
         try:
@@ -85,15 +85,23 @@ def _start(fn: Callable[[], Any]) -> tuple[Connection, multiprocessing.process.B
     return recv, proc
 
 
-def _collect(recv: Connection, proc: multiprocessing.process.BaseProcess) -> tuple[bool, Any]:
-    """The child's ``(ok, value)``; ``(False, None)`` when it died without a word."""
+def _receive(recv: Connection, proc: multiprocessing.process.BaseProcess) -> bytes | None:
+    """The child's pickled ``(ok, value)``, once it has sent it and ended; None when it died
+    without a word."""
     try:
-        data = recv.recv_bytes()
+        return recv.recv_bytes()
     except (EOFError, OSError):
-        return False, None
+        return None
     finally:
         recv.close()
         proc.join()
+
+
+def _decode(data: bytes | None) -> tuple[bool, Any]:
+    """``(ok, value)`` from :func:`_receive`'s bytes; ``(False, None)`` for none or a pickle
+    that will not load."""
+    if data is None:
+        return False, None
     try:
         # unpickling a large project's adapted values builds millions of objects, and each
         # collection the allocations trigger walks all built so far: 2.2 s of the 3.9 s that
@@ -103,6 +111,11 @@ def _collect(recv: Connection, proc: multiprocessing.process.BaseProcess) -> tup
             return pickle.loads(data)
     except Exception:
         return False, None
+
+
+def _collect(recv: Connection, proc: multiprocessing.process.BaseProcess) -> tuple[bool, Any]:
+    """The child's ``(ok, value)``; ``(False, None)`` when it died without a word."""
+    return _decode(_receive(recv, proc))
 
 
 def run_forked(fn: Callable[[], R], errors: tuple[type[BaseException], ...] = ()) -> R:
@@ -158,20 +171,27 @@ def measure_controls(controls: Mapping[str, ControlData], measure: Callable[[Con
     # worker's own -- is copied into the worker
     gc.freeze()
     try:
-        while order or running:
+        # a finished worker's result is read off its pipe at once and unpickled only once the
+        # next workers run: a large control's entries take seconds to unpickle, during which
+        # a core would otherwise wait for its next control
+        received: list[tuple[str, bytes | None]] = []
+        while order or running or received:
             while order and len(running) < workers:
                 # a fresh process per control: what one control's work left in a worker's
                 # heap (freed, but kept by the allocator) is never carried into the next
                 n = order.pop(0)
                 recv, proc = _start(lambda n=n: measure(controls[n]))
                 running[recv] = (n, proc)
-            for recv in wait(list(running)):
-                n, proc = running.pop(recv)          # type: ignore[call-overload]
-                ok, value = _collect(recv, proc)     # type: ignore[arg-type]
+            for n, data in received:
+                ok, value = _decode(data)
                 if ok:
                     out[n] = value
                 else:          # measured again below: its own error, with its traceback
                     failed.append(n)
+            received = []
+            for recv in (wait(list(running)) if running else []):
+                n, proc = running.pop(recv)          # type: ignore[call-overload]
+                received.append((n, _receive(recv, proc)))   # type: ignore[arg-type]
     finally:
         gc.unfreeze()
         for recv, (_, proc) in running.items():

@@ -10,7 +10,11 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from .flags import task_flag
+import numpy as np
+
+from ls_agreement.metrics.task_ambiguity import task_ambiguity
+
+from .flags import task_ambiguity_lr, task_flag
 from .model import AnnotatorControl, ControlReport, ItemEntry, ProjectAnnotator, TaskEntry
 
 
@@ -31,9 +35,16 @@ def project_tasks(controls: Mapping[str, ControlReport], settings: Mapping[str, 
                 t.sigma = rec.sigma
             if rec.alpha is not None and (t.alpha is None or rec.alpha < t.alpha):
                 t.alpha = rec.alpha
+    # each task's posterior of ambiguity over its controls, in one array operation (the same
+    # elementwise floats as task_flag's own, task by task: 100,000 numpy calls on a big project)
+    lrs = [(item, task_ambiguity_lr(per_task[item], controls)) for item in out]
+    lrs = [(item, x) for item, x in lrs if x is not None]
+    p_task = dict(zip([item for item, _ in lrs],
+                      task_ambiguity(np.array([x for _, x in lrs], dtype=float), ambiguity).tolist()))
     for item, t in out.items():
         items = per_task[item]
-        t.flag, t.reasons, t.p_flag = task_flag(items, controls, settings, ambiguity)
+        t.flag, t.reasons, t.p_flag = task_flag(items, controls, settings, ambiguity,
+                                                p_task=p_task.get(item, 0.0))
         t.flagged_controls = [c for c in t.controls if c in t.reasons]
         for name, rec in items.items():
             rec.flag = name in t.reasons
