@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 import pandas as pd
 
@@ -37,14 +37,14 @@ from . import (choices, intervals, masks, pairwise, per_region, ranking, regions
 from .chat import Conversation, TaskMessages
 from .config import LabelingConfig, parse_config
 from .control import ControlData, candidate_distances, default_distance, unread_note
-from .errors import AdapterError, BadValue, Problems, SuspectValue, show
+from .errors import AdapterError, BadValue, PartsDiffer, Problems, SuspectValue, show
 from .fields import MISSING
 from .gc_pause import gc_paused
 from .offered import offered_answers, offers_answers
 from .region_links import Linked, RegionResolver
 from .tasks import select_annotations
 
-__all__ = ["Adapted", "adapt"]
+__all__ = ["Adapted", "adapt", "read_part", "adapt_parts", "PartRead", "PartsDiffer"]
 
 FAMILIES = {"regions": regions, "spans": spans, "text": text, "choices": choices,
             "scalars": scalars, "ranking": ranking, "pairwise": pairwise, "intervals": intervals,
@@ -129,13 +129,102 @@ def adapt(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool =
         return _adapt(config, tasks, strict, include_predictions)
 
 
+@dataclass
+class PartRead:
+    """What reading some tasks of an export leaves for building the controls' values (the
+    read phase of :func:`adapt`): per control its cells ``(task id, annotator, value or
+    parsed results)`` in the tasks' order, and the facts the build reads. Parts of one
+    export read side by side (``plugin/report/build.py``) are joined in their order by
+    :func:`adapt_parts`: the same controls as one reading of the whole."""
+
+    cells: dict[str, list[tuple]]
+    gt: dict[str, set]
+    texts: dict[str, dict]
+    offers: dict[str, dict]
+    names: dict[str, str]
+    task_ids: list
+    results_of: dict[str, int]
+    parsed: dict[str, int]
+    unrouted_relations: int
+    warnings: list[str]
+    dropped: int
+    task_messages: TaskMessages
+    #: a problem was reported with the task's position in the export (``tasks[k]``), which
+    #: a part does not know: its reading cannot stand for the whole export's
+    positional: bool = False
+
+
 def _adapt(config: str | LabelingConfig, tasks: Iterable[dict], strict: bool,
            include_predictions: bool) -> Adapted:
     """:func:`adapt`, with the cyclic collector paused."""
-    cfg = config if isinstance(config, LabelingConfig) else parse_config(config, strict=strict)
+    cfg = _config(config, strict)
+    return _build(cfg, read_part(cfg, tasks, strict=strict, include_predictions=include_predictions), strict)
+
+
+def _config(config: str | LabelingConfig, strict: bool) -> LabelingConfig:
+    return config if isinstance(config, LabelingConfig) else parse_config(config, strict=strict)
+
+
+def adapt_parts(config: str | LabelingConfig, parts: Sequence[PartRead], *, strict: bool = False) -> Adapted:
+    """The controls of an export read in parts (each by :func:`read_part`, in the export's
+    order): equal to :func:`adapt` of the whole.
+
+    Raises
+    ------
+    PartsDiffer
+        The parts cannot be joined (the caller reads the whole export instead, which
+        reports the problem as it does).
+    """
+    with gc_paused():
+        return _build(_config(config, strict), _join(parts), strict)
+
+
+def _join(parts: Sequence[PartRead]) -> PartRead:
+    if not parts:
+        raise PartsDiffer("no parts")
+    if any(p.positional for p in parts) or any(p.task_messages.total for p in parts):
+        raise PartsDiffer("a problem named by position, or a conversation")
+    first = parts[0]
+    seen = set(first.task_ids)
+    as_text = {str(t) for t in first.task_ids}
+    for p in parts[1:]:
+        for t in p.task_ids:
+            if t in seen or str(t) in as_text:
+                raise PartsDiffer(f"task id {t!r} in two parts")
+            seen.add(t)
+            as_text.add(str(t))
+        for n, cell in p.cells.items():
+            first.cells[n].extend(cell)
+        for n, g in p.gt.items():
+            first.gt[n] |= g
+        for n, t in p.texts.items():
+            first.texts[n].update(t)
+        for n, o in p.offers.items():
+            first.offers.setdefault(n, {}).update(o)
+        for who, display in p.names.items():
+            first.names.setdefault(who, display)
+        first.task_ids.extend(p.task_ids)
+        for n in first.results_of:
+            first.results_of[n] += p.results_of[n]
+            first.parsed[n] += p.parsed[n]
+        first.unrouted_relations += p.unrouted_relations
+        first.warnings.extend(p.warnings)
+        first.dropped += p.dropped
+    return first
+
+
+def read_part(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool = False,
+              include_predictions: bool = False) -> PartRead:
+    """The read phase of :func:`adapt` over ``tasks`` (all of an export's, or one part of
+    them: :func:`adapt_parts` joins the parts and builds the values)."""
+    cfg = _config(config, strict)
+    with gc_paused():
+        return _read(cfg, tasks, strict, include_predictions)
+
+
+def _read(cfg: LabelingConfig, tasks: Iterable[dict], strict: bool, include_predictions: bool) -> PartRead:
     problems = Problems(strict)
-    for w in cfg.warnings:
-        problems.warn(w)
+    positional = False
     specs = cfg.controls
     fam = {n: FAMILIES[s.family] for n, s in specs.items()}
     multi = {n: (choices.is_multi(s) if fam[n].MULTI is None else fam[n].MULTI)
@@ -196,10 +285,12 @@ def _adapt(config: str | LabelingConfig, tasks: Iterable[dict], strict: bool,
 
     for k, task in enumerate(tasks):
         if type(task) is not dict:
+            positional = True
             problems.report(f"a task must be an object, got {type(task).__name__}", field=f"tasks[{k}]")
             continue
         tid = _task_id(task, k, problems)
         if tid is None:
+            positional = True
             continue
         if tid in seen:
             problems.report("duplicate task id (the first occurrence is kept)", task_id=tid, field="id")
@@ -348,6 +439,26 @@ def _adapt(config: str | LabelingConfig, tasks: Iterable[dict], strict: bool,
                 if conversation.get(chat):
                     offers[n][tid] = (*(offers[n].get(tid) or ()), *conversation[chat])
 
+    return PartRead(cells=cells, gt=gt, texts=texts, offers=offers, names=names, task_ids=list(seen),
+                    results_of=results_of, parsed=parsed, unrouted_relations=unrouted_relations,
+                    warnings=problems.warnings, dropped=problems.dropped, task_messages=task_messages,
+                    positional=positional)
+
+
+def _build(cfg: LabelingConfig, part: PartRead, strict: bool) -> Adapted:
+    """The build phase of :func:`adapt`: each control's values from its cells."""
+    problems = Problems(strict)
+    for w in cfg.warnings:
+        problems.warn(w)
+    for w in part.warnings:
+        problems.warn(w)
+    problems.dropped += part.dropped
+    specs = cfg.controls
+    fam = {n: FAMILIES[s.family] for n, s in specs.items()}
+    dependent = {n for n, s in specs.items() if s.family in ("relations", "per_region")}
+    eager = {n for n in specs if fam[n] in _EAGER_FAMILIES and n not in dependent}
+    cells, gt, texts, offers, names = part.cells, part.gt, part.texts, part.offers, part.names
+    results_of, parsed, task_messages = part.results_of, part.parsed, part.task_messages
     controls: dict[str, ControlData] = {}
     states: dict[str, Any] = {}
     # the controls that point at regions are built last, from the regions as built
@@ -368,8 +479,6 @@ def _adapt(config: str | LabelingConfig, tasks: Iterable[dict], strict: bool,
         # equal answers kept once (issue 24: a large project repeats a few labels, rankings
         # and texts millions of times); values are immutable, so sharing one is safe
         same: dict | None = {} if spec.kind in _REPEATING and n not in eager else None
-        eager_same.pop(n, None)
-        eager_build.pop(n, None)
         if n in eager and cell:
             # cells hold values already (shared as they were built): the columns as they are
             vi, va, vv = map(list, zip(*cell))
@@ -416,11 +525,11 @@ def _adapt(config: str | LabelingConfig, tasks: Iterable[dict], strict: bool,
     lone_messages = task_messages.note()
     if lone_messages is not None:
         problems.warn(lone_messages)
-    if unrouted_relations:
-        problems.warn(f"{unrouted_relations} relation result(s) but the labeling config has no "
+    if part.unrouted_relations:
+        problems.warn(f"{part.unrouted_relations} relation result(s) but the labeling config has no "
                       "<Relations> tag; relations are not measured")
     controls = {n: controls[n] for n in specs}   # config order
-    return Adapted(controls=controls, warnings=problems.all(), n_tasks=len(seen))
+    return Adapted(controls=controls, warnings=problems.all(), n_tasks=len(part.task_ids))
 
 
 def _unplaced(res: dict, fn: Any, r: int, specs: dict, cfg: LabelingConfig, tid: Any,

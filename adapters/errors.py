@@ -14,6 +14,7 @@ from typing import Any
 from ls_agreement.metrics.errors import AgreementError, BadInput
 
 __all__ = ["AgreementError", "BadInput", "AdapterError", "Unmeasured", "Problems", "BadValue", "SuspectValue",
+           "PartsDiffer",
            "MAX_WARNINGS", "show"]
 
 # Past this many detailed warnings per collector only a count is kept: a broken
@@ -97,6 +98,13 @@ class SuspectValue(BadValue):
     def __init__(self, field: str, message: str, keep: object) -> None:
         super().__init__(field, message)
         self.keep = keep
+
+
+class PartsDiffer(Exception):
+    """An export read in parts cannot stand for one reading of the whole (a part's byte
+    range does not hold whole tasks, a task id in two parts, ids that differ only in type,
+    a problem named by the task's position, a conversation): the caller reads the whole
+    export instead, which reports any problem as it always does. Never the user's error."""
 
 
 class Problems:

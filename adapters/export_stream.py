@@ -17,12 +17,13 @@ from __future__ import annotations
 import codecs
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Iterator
 
-from .errors import AdapterError
+from .errors import AdapterError, PartsDiffer
 
-__all__ = ["iter_export", "CHUNK_CHARS"]
+__all__ = ["iter_export", "CHUNK_CHARS", "ExportFile", "ExportPart", "split_export", "iter_part"]
 
 #: Characters decoded per read; a task longer than this grows the buffer until it fits.
 CHUNK_CHARS = 1 << 20
@@ -265,3 +266,188 @@ def _end(src: _Source) -> None:
     """Only blanks may follow the top-level value."""
     if src.skip_ws() != "":
         raise src.error("Extra data", src.pos)
+
+
+# ---------------------------------------------------------------------------------------
+# an export read in parts side by side (issue 24: reading scales with the cores)
+# ---------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ExportPart:
+    """A byte range of an export's top-level list holding whole tasks: from ``start`` (a
+    task's ``{``) to ``end`` (past the comma and blanks after its last task; the file's end
+    for the ``last`` part, whose tasks end with the list's ``]``)."""
+
+    path: Path
+    start: int
+    end: int
+    first: bool
+    last: bool
+
+
+#: Bytes searched past each cut for the next task's start; a cut with no task start in
+#: them is left out (the parts around it join).
+_SEARCH = 32 << 20
+#: Bytes one candidate task is decoded from, at most (a longer task is passed over).
+_CANDIDATE = 8 << 20
+_TASK_START = re.compile(rb",[ \t\n\r]*\{")
+#: Besides ``data``, a task has one of these (an object of a task's data seldom does).
+_TASK_KEYS = frozenset({"id", "annotations", "predictions"})
+
+
+def split_export(path: str | Path, parts: int) -> list[ExportPart] | None:
+    """Cut a UTF-8 export (one top-level list of tasks) into at most ``parts`` byte ranges
+    of about equal size, each starting at a task; None where it cannot be cut (another
+    encoding or shape, one part, or too small to be worth it).
+
+    A cut is placed at the first ``, {`` past each equal share whose object decodes as a
+    task (an object with ``data`` and an ``id``, ``annotations`` or ``predictions``)
+    followed by ``,`` or ``]``. That is a guess: a nested
+    object can look the same. :func:`iter_part` checks it — a part whose range does not
+    hold whole tasks separated by commas raises :class:`PartsDiffer` — and since the first
+    part starts where the list does, a part that reads clean ends exactly where the next
+    one starts: every part read clean is the whole export read in order.
+    """
+    p = Path(path)
+    try:
+        size = p.stat().st_size
+        fh = p.open("rb")
+    except OSError:
+        return None
+    if parts < 2 or size < parts * CHUNK_CHARS:
+        fh.close()
+        return None
+    with fh:
+        head = fh.read(4096)
+        if json.detect_encoding(head) != "utf-8":
+            return None
+        at = 3 if head.startswith(codecs.BOM_UTF8) else 0
+        while at < len(head) and head[at:at + 1] in b" \t\n\r":
+            at += 1
+        if head[at:at + 1] != b"[":
+            return None
+        at += 1
+        while at < len(head) and head[at:at + 1] in b" \t\n\r":
+            at += 1
+        if head[at:at + 1] != b"{":
+            return None
+        starts = [at]
+        for k in range(1, parts):
+            cut = _next_task(fh, max(size * k // parts, starts[-1] + 1), size)
+            if cut is not None and cut > starts[-1]:
+                starts.append(cut)
+    if len(starts) < 2:
+        return None
+    ends = starts[1:] + [size]
+    return [ExportPart(p, a, b, a == starts[0], b == size) for a, b in zip(starts, ends)]
+
+
+def _next_task(fh: BinaryIO, at: int, size: int) -> int | None:
+    """The byte offset of the first task start past ``at`` (see :func:`split_export`),
+    searched a mebibyte at a time up to :data:`_SEARCH` bytes."""
+    step = 1 << 20
+    for base in range(at, min(at + _SEARCH, size), step):
+        fh.seek(base)
+        window = fh.read(step + 64)          # a match across the window's end is seen once
+        for m in _TASK_START.finditer(window):
+            if m.start() >= step:
+                break
+            start = base + m.end() - 1
+            if _is_task_at(fh, start):
+                return start
+    return None
+
+
+def _is_task_at(fh: BinaryIO, start: int) -> bool:
+    """Whether the object at byte ``start`` decodes as a task followed by ``,`` or ``]``
+    (read 64 KiB first, more while the object runs past what was read)."""
+    n = 1 << 16
+    while True:
+        fh.seek(start)
+        raw = fh.read(n)
+        try:
+            text = raw.decode("utf-8", errors="strict")
+        except UnicodeDecodeError as exc:       # the read's end cut a character
+            text = raw[:exc.start].decode("utf-8", errors="replace")
+        try:
+            obj, end = _DECODER.raw_decode(text)
+        except (json.JSONDecodeError, RecursionError, ValueError):
+            if len(raw) < n or n >= _CANDIDATE:
+                return False
+            n *= 8
+            continue
+        after = _WS.match(text, end).end()
+        if after >= len(text) and len(raw) == n and n < _CANDIDATE:
+            n *= 8
+            continue
+        return (isinstance(obj, dict) and "data" in obj and not _TASK_KEYS.isdisjoint(obj)
+                and after < len(text) and text[after] in ",]")
+
+
+class ExportFile:
+    """An export file as the iterable of its tasks (:func:`iter_export`, read afresh on
+    each iteration) that a reader may also cut into parts (:func:`split_export`)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter_export(self.path)
+
+
+class _Range:
+    """A file's bytes from ``start`` to ``end``, read as a file (what :class:`_Source` reads)."""
+
+    def __init__(self, fh: BinaryIO, start: int, end: int) -> None:
+        self.fh, self.left = fh, end - start
+        fh.seek(start)
+
+    def read(self, n: int = -1) -> bytes:
+        n = self.left if n < 0 else min(n, self.left)
+        data = self.fh.read(n)
+        self.left -= len(data)
+        return data
+
+
+def iter_part(part: ExportPart) -> Iterator[Any]:
+    """The tasks of one part, in order.
+
+    Raises
+    ------
+    PartsDiffer
+        The range does not hold whole tasks separated by commas (the cut was no task's
+        start), or anything in it is not valid JSON: the caller reads the whole export,
+        which reports the problem with its line and column.
+    """
+    try:
+        fh = part.path.open("rb")
+    except OSError as exc:
+        raise PartsDiffer(f"cannot open {part.path}: {exc}") from None
+    with fh:
+        try:
+            src = _Source(_Range(fh, part.start, part.end), part.path.name)   # type: ignore[arg-type]
+            src.more()
+            first = part.first
+            while True:
+                c = src.skip_ws()
+                if c == "":
+                    if part.last:
+                        raise PartsDiffer("the last part ends before the list does")
+                    return
+                task = src.value()
+                if first:     # a JSON_MIN export shows in the list's first task (_tasks_of_array)
+                    _check_first(task, src.name)
+                    first = False
+                yield task
+                c = src.skip_ws()
+                if c == ",":
+                    src.pos += 1
+                    continue
+                if c == "]" and part.last:
+                    src.pos += 1
+                    if src.skip_ws() != "":
+                        raise PartsDiffer("more after the list")
+                    return
+                raise PartsDiffer("a part's tasks are not separated by commas")
+        except (AdapterError, OSError) as exc:
+            raise PartsDiffer(str(exc)) from None

@@ -115,18 +115,19 @@ def run(args: argparse.Namespace) -> int:
     """Build the report and write it; return 0 (errors are raised, see plugin/cli.py)."""
     from ls_agreement.plugin.report.render import render_csv, render_html
     from ls_agreement.plugin.report.build import build_report
-    from ls_agreement.adapters.tasks import iter_export
+    from ls_agreement.adapters.export_stream import ExportFile
 
     settings = _settings(args)
     try:
         config_xml = Path(args.config).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise BadInput(f"cannot read config {args.config!r}: {exc}") from None
-    # read task by task while adapting (never the whole export in memory; issue 24): a
-    # file-level error is raised from inside build_report, before anything is written
+    # read task by task while adapting (never the whole export in memory; issue 24), in
+    # parts side by side with worker processes: a file-level error is raised from inside
+    # build_report, before anything is written
     if args.workers < 0:
         raise BadInput(f"--workers must be >= 0, got {args.workers}")
-    report = build_report(config_xml, iter_export(args.export), settings, workers=args.workers)
+    report = build_report(config_xml, ExportFile(args.export), settings, workers=args.workers)
     if args.format == "json":
         _write_json(report, args.out)
     elif args.format == "html":

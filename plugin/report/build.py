@@ -24,9 +24,10 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 import pandas as pd
 
-from ls_agreement.adapters.adapt import Adapted, adapt
+from ls_agreement.adapters.adapt import Adapted, adapt, adapt_parts, read_part
 from ls_agreement.adapters.control import ControlData, fitting_distances, unread_warning
-from ls_agreement.adapters.errors import AdapterError
+from ls_agreement.adapters.errors import AdapterError, PartsDiffer
+from ls_agreement.adapters.export_stream import ExportFile, iter_part, split_export
 from ls_agreement.adapters.gc_pause import gc_paused
 from ls_agreement.adapters.spans import release_tokens, span_units_table
 from ls_agreement.metrics.distances.registry import get_distance
@@ -40,7 +41,7 @@ from .model import (AnnotatorIntervals, Candidate, ControlAnnotator, ControlRepo
 from .flags import fit_ambiguity, fit_review
 from .quality import reference_measures
 from .seed import seed_measures
-from .parallel import measure_controls, run_forked
+from .parallel import ChildFailed, cpu_count, map_forked, measure_controls, run_forked
 from .pairs import label_section, pair_matrix_section, project_pair_matrix
 from .rollup import project_annotators, project_tasks
 
@@ -320,6 +321,50 @@ def _measured_control(ctl: ControlData, settings: ReportSettings) -> ControlRepo
     return entry
 
 
+def _read_in_parts(config_xml: str, tasks: Iterable[dict], settings: ReportSettings, workers: int,
+                   caught: list[str]) -> Adapted | None:
+    """An export file read in parts side by side, one per worker (issue 24: reading is one
+    pass over the whole export before any control starts, so with one reader the other
+    cores wait): :func:`~ls_agreement.adapters.export_stream.split_export` cuts the file at
+    tasks, each part is read in a forked process (:func:`.parallel.map_forked`) and
+    :func:`~ls_agreement.adapters.adapt.adapt_parts` joins them into what one reading of
+    the whole gives. None where the parts cannot stand for the whole (a cut that was no
+    task's start, a task id in two parts, any problem the strict mode raises, a
+    conversation: :class:`PartsDiffer`), or with one worker: the caller reads the whole
+    export, which reports any problem as it always does. Python warnings raised while a
+    part is read are kept, in the parts' order."""
+    parts = workers if workers > 0 else cpu_count()
+    if workers == 1 or not isinstance(tasks, ExportFile) or parts < 2:
+        return None
+    pieces = split_export(tasks.path, parts)
+    if not pieces:
+        return None
+    from ls_agreement.adapters.config import parse_config
+
+    try:
+        cfg = parse_config(config_xml, strict=settings.strict)
+    except AdapterError:
+        return None                # the whole reading raises it, as always
+
+    def read(piece):
+        def one():
+            seen: list[str] = []
+            with collect_warnings(seen, "reading the project"):
+                part = read_part(cfg, iter_part(piece), strict=settings.strict,
+                                 include_predictions=settings.include_predictions)
+            return part, seen
+        return one
+
+    try:
+        done = map_forked([read(p) for p in pieces])
+        adapted = adapt_parts(cfg, [part for part, _ in done], strict=settings.strict)
+    except (PartsDiffer, AdapterError, ChildFailed):
+        return None
+    for _, seen in done:
+        caught.extend(seen)
+    return adapted
+
+
 def build_report(config_xml: str, tasks: Iterable[dict], settings: ReportSettings | None = None,
                  *, only_items: Iterable | None = None, annotator_names: Mapping[str, str] | None = None,
                  workers: int = 1) -> Report:
@@ -363,7 +408,9 @@ def build_report(config_xml: str, tasks: Iterable[dict], settings: ReportSetting
     def read() -> tuple[Adapted, list[str]]:
         caught: list[str] = []
         with collect_warnings(caught, "reading the project"):
-            out = adapt(config_xml, tasks, strict=settings.strict, include_predictions=settings.include_predictions)
+            out = _read_in_parts(config_xml, tasks, settings, workers, caught)
+            if out is None:
+                out = adapt(config_xml, tasks, strict=settings.strict, include_predictions=settings.include_predictions)
         return out, caught
 
     # with worker processes, the export is read in one too: this process then holds the

@@ -40,19 +40,23 @@ from typing import Any, Callable, Mapping, TypeVar
 from ls_agreement.adapters.control import ControlData
 from ls_agreement.adapters.gc_pause import gc_paused
 
-__all__ = ["measure_controls", "default_workers", "run_forked"]
+__all__ = ["measure_controls", "default_workers", "run_forked", "map_forked", "cpu_count"]
 
 R = TypeVar("R")
 
 
+def cpu_count() -> int:
+    """The CPUs this process may run on (``sched_getaffinity``: a container's share, not the host's)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def default_workers(n_controls: int) -> int:
     """Workers for a report of ``n_controls`` controls: one per control, at most the CPUs
-    this process may run on (``sched_getaffinity``: a container's share, not the host's)."""
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cpus = os.cpu_count() or 1
-    return max(1, min(n_controls, cpus))
+    this process may run on."""
+    return max(1, min(n_controls, cpu_count()))
 
 
 def _fork_ok() -> bool:
@@ -139,6 +143,46 @@ def run_forked(fn: Callable[[], R], errors: tuple[type[BaseException], ...] = ()
     if errors and isinstance(value, errors):
         raise value
     return fn()      # computed again here: its own error, with its traceback
+
+
+class ChildFailed(Exception):
+    """A forked child of :func:`map_forked` ended without a result (killed, or a result that
+    would not pickle)."""
+
+
+def map_forked(fns: list[Callable[[], R]]) -> list[R]:
+    """``[f() for f in fns]``, the first here and the others side by side in forked children
+    (where fork is safe, else all here), in order.
+
+    Raises
+    ------
+    Exception
+        The first failure in order: a child's error as it raised it, :class:`ChildFailed`
+        when a child ended without a result.
+    """
+    if len(fns) < 2 or not _fork_ok():
+        return [f() for f in fns]
+    started = [_start(f) for f in fns[1:]]
+    try:
+        first = fns[0]()
+    except BaseException:
+        for recv, proc in started:
+            proc.terminate()
+            proc.join()
+            recv.close()
+        raise
+    out: list[R] = [first]
+    failure: BaseException | None = None
+    for recv, proc in started:
+        ok, value = _collect(recv, proc)
+        if failure is None:
+            if ok:
+                out.append(value)
+            else:
+                failure = value if isinstance(value, BaseException) else ChildFailed("a reading process ended without a result")
+    if failure is not None:
+        raise failure
+    return out
 
 
 def measure_controls(controls: Mapping[str, ControlData], measure: Callable[[ControlData], R],

@@ -124,3 +124,54 @@ def test_the_export_is_read_in_a_child_and_its_errors_are_its_own() -> None:
         else:
             raise AssertionError("no error")
     """)
+
+
+def test_an_export_read_in_parts_gives_the_very_same_report(tmp_path) -> None:
+    """``ls-agreement report`` with worker processes reads the export in parts side by side
+    (build.py ``_read_in_parts``): byte for byte the report of one process, also where a
+    cut falls on an object that only looks like a task's start, and a strict reading's
+    error is the one reading's."""
+    import json
+
+    from ls_agreement.demo.data import ANNOTATORS, DEMO_CONFIG, generate
+
+    users = {a.email: 10 + k for k, a in enumerate(ANNOTATORS)}
+    tasks = [{**t, "id": k} for k, t in enumerate(generate(users, n_tasks=500, seed=8).tasks, start=1)]
+    tasks[300]["annotations"][0]["result"].append({"from_name": "sentiment", "value": "not an object"})
+    config = tmp_path / "config.xml"
+    config.write_text(DEMO_CONFIG, encoding="utf-8")
+
+    def report(export, *args):
+        done = subprocess.run([sys.executable, "-m", "ls_agreement.plugin.cli", "report", "--config", str(config),
+                               "--bootstrap", "40", *args, str(export)], capture_output=True, text=True, timeout=600)
+        return done.returncode, done.stdout, done.stderr
+
+    plain = tmp_path / "plain.json"
+    plain.write_text(json.dumps(tasks), encoding="utf-8")
+    assert plain.stat().st_size > 3 * (1 << 20)      # cut into 3 parts of a chunk or more each
+    # the parts are read, and joined (a reading that falls back to the whole would pass the
+    # comparisons below as well)
+    _in_fresh_process(f"""
+        from ls_agreement.adapters.adapt import adapt
+        from ls_agreement.adapters.export_stream import ExportFile
+        from ls_agreement.plugin.report.build import _read_in_parts
+        from ls_agreement.plugin.settings import ReportSettings
+        from ls_agreement.demo.data import DEMO_CONFIG
+        caught = []
+        parts = _read_in_parts(DEMO_CONFIG, ExportFile({str(plain)!r}), ReportSettings(), 3, caught)
+        whole = adapt(DEMO_CONFIG, ExportFile({str(plain)!r}))
+        assert parts is not None and parts.n_tasks == whole.n_tasks == 500 and parts.warnings == whole.warnings
+        for n in whole.controls:
+            assert parts.controls[n].table.equals(whole.controls[n].table), n
+    """)
+    for t in tasks:
+        t["data"]["pages"] = [{"data": "p1"}, {"data": "p2"}]  # ", {" and an object with "data" inside tasks
+    decoys = tmp_path / "decoys.json"
+    decoys.write_text(json.dumps(tasks, indent=1), encoding="utf-8")
+    for export in (plain, decoys):
+        one = report(export, "--workers", "1")
+        assert one[0] == 0 and "warning" in one[2], one[2]
+        assert report(export, "--workers", "3") == one
+    strict = report(plain, "--workers", "1", "--strict")
+    assert strict[0] == 2 and "task 301" in strict[2], strict
+    assert report(plain, "--workers", "3", "--strict") == strict

@@ -1,0 +1,144 @@
+"""An export read in parts side by side (adapters/export_stream.py ``split_export`` and
+``iter_part``, adapters/adapt.py ``read_part`` and ``adapt_parts``; issue 24): the parts
+read clean are the whole export read in order, a cut that is no task's start is caught,
+and the joined reading is the one reading of the whole. The command's report with worker
+processes (which reads in parts) is checked byte for byte against one process in
+tests/plugin/test_report_parallel.py."""
+from __future__ import annotations
+
+import json
+import random
+
+import pandas as pd
+import pytest
+
+from ls_agreement.adapters import export_stream
+from ls_agreement.adapters.adapt import adapt, adapt_parts, read_part
+from ls_agreement.adapters.errors import PartsDiffer
+from ls_agreement.adapters.export_stream import iter_export, iter_part, split_export
+from ls_agreement.demo.data import ANNOTATORS, DEMO_CONFIG, generate
+
+USERS = {a.email: 10 + k for k, a in enumerate(ANNOTATORS)}
+
+
+@pytest.fixture
+def small_chunks(monkeypatch):
+    """Parts of a few kilobytes (a file is cut when each part holds a chunk or more)."""
+    monkeypatch.setattr(export_stream, "CHUNK_CHARS", 2048)
+
+
+def _tasks(n: int, seed: int) -> list[dict]:
+    return [{**t, "id": k} for k, t in enumerate(generate(USERS, n_tasks=n, seed=seed).tasks, start=1)]
+
+
+def _write(path, tasks, indent=None, decoys=False) -> None:
+    if decoys:
+        # objects inside a task that look like a task's start to the cut: ", {" then an
+        # object with "data", followed by a comma
+        for t in tasks:
+            t["data"]["pages"] = [{"data": "p1", "n": 1}, {"data": "p2", "n": 2}, {"data": "p3"}]
+    path.write_text(json.dumps(tasks, indent=indent, ensure_ascii=False), encoding="utf-8")
+
+
+def _read_parts(path, parts: int) -> list:
+    pieces = split_export(path, parts)
+    assert pieces is not None and len(pieces) > 1
+    return pieces
+
+
+@pytest.mark.parametrize("indent", [None, 1, 4])
+@pytest.mark.parametrize("parts", [2, 3, 7])
+def test_parts_read_clean_are_the_whole_export_in_order(tmp_path, small_chunks, indent, parts):
+    path = tmp_path / "export.json"
+    _write(path, _tasks(40, seed=parts), indent=indent)
+    pieces = _read_parts(path, parts)
+    assert pieces[0].first and pieces[-1].last and not any(p.first for p in pieces[1:])
+    assert all(a.end == b.start for a, b in zip(pieces, pieces[1:]))
+    assert [t for p in pieces for t in iter_part(p)] == list(iter_export(path))
+
+
+def test_a_cut_inside_a_task_is_caught(tmp_path, small_chunks, monkeypatch):
+    path = tmp_path / "export.json"
+    _write(path, _tasks(40, seed=3), decoys=True)
+    whole = list(iter_export(path))
+    caught = 0
+    for seed in range(30):
+        # cuts at the decoys too: every object with "data" followed by a comma passes the guess
+        rng = random.Random(seed)
+        monkeypatch.setattr(export_stream, "_is_task_at", lambda fh, start: rng.random() < 0.5)
+        pieces = split_export(path, 4)
+        if pieces is None:
+            continue
+        try:
+            got = [t for p in pieces for t in iter_part(p)]
+        except PartsDiffer:
+            caught += 1
+            continue
+        assert got == whole          # a part read clean stands for the whole
+    assert caught > 0
+
+
+def test_what_cannot_be_cut(tmp_path, small_chunks):
+    tasks = _tasks(40, seed=1)
+    one = tmp_path / "one.json"
+    one.write_text(json.dumps({"tasks": tasks}), encoding="utf-8")       # a snapshot-shaped export
+    utf16 = tmp_path / "utf16.json"
+    utf16.write_text(json.dumps(tasks), encoding="utf-16")
+    small = tmp_path / "small.json"                                      # less than a chunk a part
+    small.write_text(json.dumps([{"id": 1, "data": {"t": "x"}}, {"id": 2, "data": {"t": "y"}}]), encoding="utf-8")
+    assert split_export(one, 3) is None and split_export(utf16, 3) is None and split_export(small, 3) is None
+    assert split_export(tmp_path / "missing.json", 3) is None
+    bad = tmp_path / "bad.json"
+    text = json.dumps(tasks)
+    bad.write_text(text[: len(text) * 3 // 4] + "x" + text[len(text) * 3 // 4:], encoding="utf-8")
+    pieces = split_export(bad, 2)                 # cut before the broken text: its part says so
+    assert pieces is not None
+    with pytest.raises(PartsDiffer):
+        for p in pieces:
+            list(iter_part(p))
+
+
+def _same_adapted(a, b) -> None:
+    assert list(a.controls) == list(b.controls)
+    assert a.warnings == b.warnings and a.n_tasks == b.n_tasks
+    for n in a.controls:
+        x, y = a.controls[n], b.controls[n]
+        pd.testing.assert_frame_equal(x.table, y.table)
+        assert (x.texts, x.annotator_names, x.ground_truth, x.warnings) == (y.texts, y.annotator_names,
+                                                                           y.ground_truth, y.warnings)
+
+
+def test_the_joined_reading_is_the_reading_of_the_whole(tmp_path, small_chunks):
+    tasks = _tasks(60, seed=9)
+    # problems the reading reports as warnings, in several parts: their order is the export's
+    tasks[5]["annotations"][0]["result"].append({"from_name": "nope", "to_name": "text", "type": "choices",
+                                                 "value": {"choices": ["x"]}})
+    tasks[50]["annotations"][1]["result"].append({"from_name": "sentiment", "value": "not an object"})
+    tasks[31]["annotations"].append({"id": 999, "result": []})                       # nobody's annotation
+    path = tmp_path / "export.json"
+    _write(path, tasks)
+    whole = adapt(DEMO_CONFIG, iter_export(path))
+    assert len(whole.warnings) >= 3
+    for parts in (2, 3, 5):
+        joined = adapt_parts(DEMO_CONFIG, [read_part(DEMO_CONFIG, iter_part(p)) for p in _read_parts(path, parts)])
+        _same_adapted(joined, whole)
+
+
+def test_parts_that_cannot_be_joined(tmp_path, small_chunks):
+    tasks = _tasks(60, seed=4)
+    tasks[-1]["id"] = tasks[0]["id"]                  # the same task twice, in two parts
+    path = tmp_path / "export.json"
+    _write(path, tasks)
+    reads = [read_part(DEMO_CONFIG, iter_part(p)) for p in _read_parts(path, 3)]
+    with pytest.raises(PartsDiffer, match="two parts"):
+        adapt_parts(DEMO_CONFIG, reads)
+    tasks[-1]["id"] = str(tasks[0]["id"])             # 1 and "1": one task id as text
+    _write(path, tasks)
+    reads = [read_part(DEMO_CONFIG, iter_part(p)) for p in _read_parts(path, 3)]
+    with pytest.raises(PartsDiffer):
+        adapt_parts(DEMO_CONFIG, reads)
+    tasks[-1]["id"] = None                            # named by its position: tasks[59]
+    _write(path, tasks)
+    reads = [read_part(DEMO_CONFIG, iter_part(p)) for p in _read_parts(path, 3)]
+    with pytest.raises(PartsDiffer):
+        adapt_parts(DEMO_CONFIG, reads)
