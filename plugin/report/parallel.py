@@ -80,10 +80,13 @@ def _child(send: Connection, fn: Callable[[], Any]) -> None:
     send.close()
 
 
-def _start(fn: Callable[[], Any]) -> tuple[Connection, multiprocessing.process.BaseProcess]:
+def _start(fn: Callable[[], Any], daemon: bool = True) -> tuple[Connection, multiprocessing.process.BaseProcess]:
+    """``fn`` started in a forked child; ``daemon=False`` for a child that may start children
+    of its own (multiprocessing refuses them to a daemonic process), which its parent
+    always waits for."""
     ctx = multiprocessing.get_context("fork")
     recv, send = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(send, fn), daemon=True)
+    proc = ctx.Process(target=_child, args=(send, fn), daemon=daemon)
     proc.start()
     send.close()          # this end is the child's alone: its exit is the pipe's end
     return recv, proc
@@ -137,7 +140,8 @@ def run_forked(fn: Callable[[], R], errors: tuple[type[BaseException], ...] = ()
     """
     if not _fork_ok():
         return fn()
-    ok, value = _collect(*_start(fn))
+    # not daemonic: the reading child reads the export's parts in children of its own
+    ok, value = _collect(*_start(fn, daemon=False))
     if ok:
         return value
     if errors and isinstance(value, errors):

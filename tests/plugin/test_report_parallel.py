@@ -175,3 +175,17 @@ def test_an_export_read_in_parts_gives_the_very_same_report(tmp_path) -> None:
     strict = report(plain, "--workers", "1", "--strict")
     assert strict[0] == 2 and "task 301" in strict[2], strict
     assert report(plain, "--workers", "3", "--strict") == strict
+
+
+def test_the_reading_child_reads_its_parts_in_children_of_its_own() -> None:
+    # the export's reading runs in a child (run_forked), which forks one reader per part
+    # (map_forked); a daemonic child may not start children, and the reading then ran again
+    # in the parent: nothing failed, but the parent's heap held what reading leaves
+    _in_fresh_process("""
+        from ls_agreement.plugin.report.parallel import map_forked, run_forked
+        here = os.getpid()
+        pids = run_forked(lambda: (os.getpid(), map_forked([os.getpid, os.getpid, os.getpid])))
+        reader, parts = pids
+        assert reader != here and parts[0] == reader, (here, pids)
+        assert len(set(parts)) == 3 and here not in parts, (here, pids)
+    """)
