@@ -182,8 +182,8 @@ def adapt_parts(config: str | LabelingConfig, parts: Sequence[PartRead], *, stri
 def _join(parts: Sequence[PartRead]) -> PartRead:
     if not parts:
         raise PartsDiffer("no parts")
-    if any(p.positional for p in parts) or any(p.task_messages.total for p in parts):
-        raise PartsDiffer("a problem named by position, or a conversation")
+    if any(p.positional for p in parts):
+        raise PartsDiffer("a problem named by the task's position in the export")
     first = parts[0]
     seen = set(first.task_ids)
     as_text = {str(t) for t in first.task_ids}
@@ -207,6 +207,7 @@ def _join(parts: Sequence[PartRead]) -> PartRead:
         for n in first.results_of:
             first.results_of[n] += p.results_of[n]
             first.parsed[n] += p.parsed[n]
+        first.task_messages.join(p.task_messages)
         first.unrouted_relations += p.unrouted_relations
         first.warnings.extend(p.warnings)
         first.dropped += p.dropped

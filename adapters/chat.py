@@ -190,6 +190,13 @@ class TaskMessages:
         self._seen, self._annotators = {}, set()
         return out
 
+    def join(self, later: "TaskMessages") -> None:
+        """Add the counts of the tasks ``later`` read after this one's (an export read in
+        parts, ``adapt.adapt_parts``): the note is then the one reading of both gives."""
+        self.alone += later.alone
+        self.total += later.total
+        self._examples = (self._examples + later._examples)[:_EXAMPLES]
+
     def note(self) -> str | None:
         """A warning when some messages appear in one annotator's conversation only, else None."""
         if not self.alone:

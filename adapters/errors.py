@@ -103,7 +103,7 @@ class SuspectValue(BadValue):
 class PartsDiffer(Exception):
     """An export read in parts cannot stand for one reading of the whole (a part's byte
     range does not hold whole tasks, a task id in two parts, ids that differ only in type,
-    a problem named by the task's position, a conversation): the caller reads the whole
+    a problem named by the task's position): the caller reads the whole
     export instead, which reports any problem as it always does. Never the user's error."""
 
 

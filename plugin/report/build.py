@@ -329,8 +329,8 @@ def _read_in_parts(config_xml: str, tasks: Iterable[dict], settings: ReportSetti
     tasks, each part is read in a forked process (:func:`.parallel.map_forked`) and
     :func:`~ls_agreement.adapters.adapt.adapt_parts` joins them into what one reading of
     the whole gives. None where the parts cannot stand for the whole (a cut that was no
-    task's start, a task id in two parts, any problem the strict mode raises, a
-    conversation: :class:`PartsDiffer`), or with one worker: the caller reads the whole
+    task's start, a task id in two parts, any problem the strict mode raises:
+    :class:`PartsDiffer`), or with one worker: the caller reads the whole
     export, which reports any problem as it always does. Python warnings raised while a
     part is read are kept, in the parts' order."""
     parts = workers if workers > 0 else cpu_count()
@@ -377,6 +377,8 @@ def build_report(config_xml: str, tasks: Iterable[dict], settings: ReportSetting
     tasks : iterable of dict
         Tasks of a JSON/snapshot export or the API; read once, in order (a stream such as
         ``adapters.export_stream.iter_export`` or a mirror's ``iter_tasks`` is never listed).
+        An ``adapters.export_stream.ExportFile`` is read in parts side by side when there
+        are worker processes (:func:`_read_in_parts`).
     settings : ReportSettings, optional
     only_items : iterable of task ids, optional
         Restrict the per-task output (``controls.*.items`` and ``tasks``) to these tasks.

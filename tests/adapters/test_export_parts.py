@@ -142,3 +142,22 @@ def test_parts_that_cannot_be_joined(tmp_path, small_chunks):
     reads = [read_part(DEMO_CONFIG, iter_part(p)) for p in _read_parts(path, 3)]
     with pytest.raises(PartsDiffer):
         adapt_parts(DEMO_CONFIG, reads)
+
+
+def test_conversations_read_in_parts(tmp_path, small_chunks):
+    """A ``<Chat>``'s per-message answers and its note on messages only one annotator has
+    (counted over the tasks) come out of the joined parts as out of one reading."""
+    from tests.adapters.test_chat_messages import CHAT, CONFIG, _annotation, _task
+
+    tasks = []
+    for k in range(1, 80):
+        chat = [*CHAT, {"role": "user", "content": f"question {k}"}]
+        own = [*chat, {"role": "assistant", "content": f"an answer only one annotator saw {k}"}]
+        tasks.append(_task(k, chat, _annotation(1, chat, {0: "good", 4: "bad"}, f"a{k}-"),
+                           _annotation(2, own if k % 3 == 0 else chat, {0: "good", 4: "good"}, f"b{k}-")))
+    path = tmp_path / "export.json"
+    _write(path, tasks, indent=1)
+    whole = adapt(CONFIG, iter_export(path))
+    assert any("appear in one annotator's conversation only" in w for w in whole.warnings)
+    joined = adapt_parts(CONFIG, [read_part(CONFIG, iter_part(p)) for p in _read_parts(path, 3)])
+    _same_adapted(joined, whole)
