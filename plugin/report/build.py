@@ -24,10 +24,11 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 import pandas as pd
 
-from ls_agreement.adapters.adapt import Adapted, adapt, adapt_parts, read_part
+from ls_agreement.adapters.adapt import Adapted, PartRead, adapt, adapt_parts, read_part
+from ls_agreement.adapters.config import LabelingConfig, parse_config
 from ls_agreement.adapters.control import ControlData, fitting_distances, unread_warning
 from ls_agreement.adapters.errors import AdapterError, PartsDiffer
-from ls_agreement.adapters.export_stream import ExportFile, iter_part, split_export
+from ls_agreement.adapters.export_stream import ExportFile, ExportPart, iter_part, split_export
 from ls_agreement.adapters.gc_pause import gc_paused
 from ls_agreement.adapters.spans import release_tokens, span_units_table
 from ls_agreement.metrics.distances.registry import get_distance
@@ -321,6 +322,14 @@ def _measured_control(ctl: ControlData, settings: ReportSettings) -> ControlRepo
     return entry
 
 
+def _read_part(cfg: LabelingConfig, settings: ReportSettings, piece: ExportPart) -> tuple[PartRead, list[str]]:
+    """One part of an export read (:func:`_read_in_parts`), with the Python warnings raised meanwhile."""
+    seen: list[str] = []
+    with collect_warnings(seen, "reading the project"):
+        part = read_part(cfg, iter_part(piece), strict=settings.strict, include_predictions=settings.include_predictions)
+    return part, seen
+
+
 def _read_in_parts(config_xml: str, tasks: Iterable[dict], settings: ReportSettings, workers: int,
                    caught: list[str]) -> Adapted | None:
     """An export file read in parts side by side, one per worker (issue 24: reading is one
@@ -339,24 +348,12 @@ def _read_in_parts(config_xml: str, tasks: Iterable[dict], settings: ReportSetti
     pieces = split_export(tasks.path, parts)
     if not pieces:
         return None
-    from ls_agreement.adapters.config import parse_config
-
     try:
         cfg = parse_config(config_xml, strict=settings.strict)
     except AdapterError:
         return None                # the whole reading raises it, as always
-
-    def read(piece):
-        def one():
-            seen: list[str] = []
-            with collect_warnings(seen, "reading the project"):
-                part = read_part(cfg, iter_part(piece), strict=settings.strict,
-                                 include_predictions=settings.include_predictions)
-            return part, seen
-        return one
-
     try:
-        done = map_forked([read(p) for p in pieces])
+        done = map_forked([partial(_read_part, cfg, settings, p) for p in pieces])
         adapted = adapt_parts(cfg, [part for part, _ in done], strict=settings.strict)
     except (PartsDiffer, AdapterError, ChildFailed):
         return None

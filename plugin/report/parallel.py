@@ -18,6 +18,10 @@ in the controls' order. Why fork:
   generator seeded by ``settings.seed`` (``metrics.bootstrap``), never from a stream shared
   with the other controls, so the order in which controls run changes nothing.
 
+Reading the export comes first and is one pass over it: :func:`run_forked` runs it in a
+child (not daemonic, so that it may fork children of its own), which reads the export's
+parts side by side with :func:`map_forked` (``build._read_in_parts``).
+
 The largest controls start first (longest-first keeps the workers busy to the end), each
 in a fresh process that ends with it, so a worker's memory is one control's at a time. A
 worker that fails for any reason (a result that will not pickle, a killed process) is not
