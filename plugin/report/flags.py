@@ -34,7 +34,7 @@ from ls_agreement.metrics.task_ambiguity import fit_task_ambiguity, task_ambigui
 if TYPE_CHECKING:
     from .model import AnnotatorFit, ControlReport, ItemEntry
 
-__all__ = ["fit_review", "read_review", "task_flag", "fit_ambiguity", "task_ambiguity_lr", "is_labels",
+__all__ = ["fit_review", "read_review", "task_flag", "fit_ambiguity", "pooled_ratios", "task_ambiguity_lr", "is_labels",
            "DEFAULT_POSTERIOR"]
 
 DEFAULT_POSTERIOR = 0.5     # flag a task from this posterior
@@ -349,15 +349,22 @@ def task_ambiguity_lr(items: Mapping[str, "ItemEntry"], controls: Mapping[str, "
     return float(sum(xs)) if xs else None
 
 
-def fit_ambiguity(controls: Mapping[str, "ControlReport"]) -> float:
-    """ρ_T of a project: the share of tasks ambiguous over all their controls at once
-    (``metrics/task_ambiguity.py``), from every task's pooled log ratio."""
+def pooled_ratios(controls: Mapping[str, "ControlReport"]) -> dict[str, float]:
+    """Each task's log likelihood ratio of an ambiguous reading, pooled over its measured
+    controls (:func:`task_ambiguity_lr`), in the order the tasks first appear; tasks that
+    no control read are left out. Read once per report: :func:`fit_ambiguity` fits ρ_T on
+    them and ``rollup.project_tasks`` reads every task's posterior from them."""
     per_task: dict[str, dict[str, "ItemEntry"]] = {}
     for name, ctl in controls.items():
         for item, rec in ctl.items.items():
             per_task.setdefault(item, {})[name] = rec
-    ratios = [x for items in per_task.values() if (x := task_ambiguity_lr(items, controls)) is not None]
-    return fit_task_ambiguity(np.asarray(ratios, dtype=float)) if ratios else 0.0
+    return {item: x for item, items in per_task.items() if (x := task_ambiguity_lr(items, controls)) is not None}
+
+
+def fit_ambiguity(ratios: Mapping[str, float]) -> float:
+    """ρ_T of a project: the share of tasks ambiguous over all their controls at once
+    (``metrics/task_ambiguity.py``), from every task's pooled log ratio (:func:`pooled_ratios`)."""
+    return fit_task_ambiguity(np.fromiter(ratios.values(), dtype=float, count=len(ratios))) if ratios else 0.0
 
 
 def task_flag(items: Mapping[str, "ItemEntry"], controls: Mapping[str, "ControlReport"],

@@ -14,14 +14,16 @@ import numpy as np
 
 from ls_agreement.metrics.task_ambiguity import task_ambiguity
 
-from .flags import task_ambiguity_lr, task_flag
+from .flags import pooled_ratios, task_flag
 from .model import AnnotatorControl, ControlReport, ItemEntry, ProjectAnnotator, TaskEntry
 
 
 def project_tasks(controls: Mapping[str, ControlReport], settings: Mapping[str, Any] | None = None,
-                  ambiguity: float = 0.0) -> dict[str, TaskEntry]:
+                  ambiguity: float = 0.0, ratios: Mapping[str, float] | None = None) -> dict[str, TaskEntry]:
     """Every task across the measured controls; its flag from :func:`.flags.task_flag`
-    (which also sets each control's ``ItemEntry.flag``)."""
+    (which also sets each control's ``ItemEntry.flag``). ``ratios``: the tasks' pooled log
+    ratios of ambiguity when the caller has them (:func:`.flags.pooled_ratios`, which
+    ρ_T ``ambiguity`` was fitted on); read here otherwise."""
     out: dict[str, TaskEntry] = {}
     per_task: dict[str, dict[str, ItemEntry]] = {}
     for name, ctl in controls.items():
@@ -37,8 +39,9 @@ def project_tasks(controls: Mapping[str, ControlReport], settings: Mapping[str, 
                 t.alpha = rec.alpha
     # each task's posterior of ambiguity over its controls, in one array operation (the same
     # elementwise floats as task_flag's own, task by task: 100,000 numpy calls on a big project)
-    lrs = [(item, task_ambiguity_lr(per_task[item], controls)) for item in out]
-    lrs = [(item, x) for item, x in lrs if x is not None]
+    if ratios is None:
+        ratios = pooled_ratios(controls)
+    lrs = [(item, x) for item in out if (x := ratios.get(item)) is not None]
     p_task = dict(zip([item for item, _ in lrs],
                       task_ambiguity(np.array([x for _, x in lrs], dtype=float), ambiguity).tolist()))
     for item, t in out.items():
