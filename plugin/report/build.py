@@ -440,13 +440,6 @@ def build_report(config_xml: str, tasks: Iterable[dict], settings: ReportSetting
         warnings.append(f"settings name distances for unknown control(s) {unknown}")
     warnings.extend(_group_warnings(settings, adapted.controls))
     keep = None if only_items is None else {_key(i) for i in only_items}
-    controls: dict[str, ControlReport] = {}
-    measured = measure_controls(adapted.controls, partial(_measured_control, settings=settings), workers)
-    for name, entry in measured.items():
-        if keep is not None:
-            entry.items = {k: v for k, v in entry.items.items() if k in keep}
-        warnings.extend(f"{name}: {w}" for w in entry.warnings)
-        controls[name] = entry
     items: dict[str, set[str]] = {}
     names: dict[str, str] = {}
     for ctl in adapted.controls.values():
@@ -454,6 +447,15 @@ def build_report(config_xml: str, tasks: Iterable[dict], settings: ReportSetting
         if len(ctl.table):
             for a, grp in ctl.table.groupby("annotator", sort=False)["item"]:
                 items.setdefault(str(a), set()).update(map(str, grp.tolist()))
+    controls: dict[str, ControlReport] = {}
+    # each adapted control is let go once measured: nothing after this needs them
+    measured = measure_controls(adapted.controls, partial(_measured_control, settings=settings), workers,
+                                release=True)
+    for name, entry in measured.items():
+        if keep is not None:
+            entry.items = {k: v for k, v in entry.items.items() if k in keep}
+        warnings.extend(f"{name}: {w}" for w in entry.warnings)
+        controls[name] = entry
     report = Report(n_tasks=adapted.n_tasks, controls=controls, warnings=warnings, settings=settings.to_dict(),
                     pair_matrix=project_pair_matrix(controls))
     # project-level facts, derived once from the controls: flagged tasks, a task's weakest

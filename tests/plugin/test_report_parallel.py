@@ -81,6 +81,41 @@ def test_a_result_that_cannot_travel_back_is_measured_here() -> None:
     """)
 
 
+def test_released_controls_leave_the_mapping_once_measured() -> None:
+    _in_fresh_process("""
+        import weakref
+        cs = controls(4)
+        tables = [weakref.ref(c) for c in cs.values()]
+        kept = measure_controls(cs, lambda c: (c.name, len(c.table)), workers=2)
+        assert len(cs) == 4                     # without release, the caller's controls stay
+        out = measure_controls(cs, lambda c: (c.name, len(c.table)), workers=2, release=True)
+        assert out == kept and list(out) == [f"c{k}" for k in range(4)]
+        assert cs == {}
+        import gc
+        gc.collect()
+        assert all(t() is None for t in tables)  # nothing here holds them any more
+        # a worker whose result cannot travel back: its control stays until measured here
+        cs = controls(3)
+        out = measure_controls(cs, lambda c: (lambda: c.name), workers=2, release=True)
+        assert [f() for f in out.values()] == ["c0", "c1", "c2"] and cs == {}
+    """)
+
+
+def test_one_worker_releases_each_control_after_it() -> None:
+    import pandas as pd
+
+    from ls_agreement.adapters.control import ControlData
+    cs = {f"c{k}": ControlData(name=f"c{k}", tag="choices", kind="labels", object_name="x", options=None,
+                               candidates=["nominal"], default_distance="nominal",
+                               table=pd.DataFrame({"item": [1], "annotator": ["a"], "value": ["v"]}))
+          for k in range(3)}
+    seen: list[list[str]] = []
+    out = measure_controls(cs, lambda c: seen.append(list(cs)) or c.name, workers=1, release=True)
+    # each control measured while it, and the ones after it, are still there
+    assert seen == [["c0", "c1", "c2"], ["c1", "c2"], ["c2"]]
+    assert out == {"c0": "c0", "c1": "c1", "c2": "c2"} and cs == {}
+
+
 def test_one_worker_runs_everything_here() -> None:
     import pandas as pd
 
