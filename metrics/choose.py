@@ -229,6 +229,7 @@ def choose_distance(table: pd.DataFrame, candidates: Sequence[DistanceLike] | No
             best, best_at = name, len(rows) - 1
         else:
             scores[name] = r.numbers_only()
+        del r    # the last candidate's arrays must not outlive the loop (the winner's agreement runs next)
     if not scores:
         detail = "; ".join(f"{k}: {v}" for k, v in errors.items())
         raise BadInput(f"no candidate distance could be computed on this table ({detail})")

@@ -101,3 +101,33 @@ def test_failing_candidate_is_reported_not_fatal():
     assert "text.bleu" in choice.errors
     with pytest.raises(ValueError, match="no candidate distance could be computed"):
         choose_distance(table, ["text.bleu"], bootstrap=0)
+
+
+def test_only_the_winner_holds_its_arrays_while_its_agreement_runs(monkeypatch):
+    # issue 24: ranking candidates on a large table must hold one candidate's pairs, chance
+    # sample and prepared values at a time; the last candidate scored, when it loses, goes
+    # before the winner's agreement and bootstrap start (it held 0.17 GB of a 100,000-task
+    # box control's worker at its peak)
+    import gc
+
+    from ls_agreement.metrics import choose as choose_module
+    from ls_agreement.metrics.engine import Scored
+
+    table = _noisy_boxes()
+    real = choose_module.agreement
+    held: list[list[str]] = []
+
+    def watching(tbl, scored, **kw):
+        gc.collect()
+        full = [o for o in gc.get_objects() if isinstance(o, Scored) and o.core.cells is not None]
+        held.append(sorted(o.distance for o in full))
+        return real(tbl, scored, **kw)
+
+    monkeypatch.setattr(choose_module, "agreement", watching)
+    names = list(candidates("boxes"))
+    # the winner first and the losers after it: the last one scored is a loser
+    first = choose_distance(table, names, bootstrap=0).winner
+    order = [first] + [n for n in names if n != first]
+    choice = choose_distance(table, order, bootstrap=0)
+    assert choice.winner == first
+    assert held[-1] == [first]
