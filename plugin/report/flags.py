@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections import Counter
 from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
@@ -155,15 +156,26 @@ def _rows_where(task_of: np.ndarray, where: np.ndarray) -> dict[int, list[int]]:
 
 
 def _reason(rec: "ItemEntry", named: list[tuple[str, float]], others: list[str], split: str | None,
-            names: Mapping[str, str]) -> str | None:
-    """The one-line reason of a control's reading of a task (None when nothing is likely)."""
+            names: Mapping[str, str], doubted: str | None = None) -> str | None:
+    """The one-line reason of a control's reading of a task (None when nothing is likely);
+    ``doubted``: what to say of a majority the consensus overrules."""
     parts = [f"{_name(names, a)}: {rec.how.get(a, 'departs')} (departs {p:.2f})" for a, p in named]
     if split is not None and (rec.p_ambiguous or 0.0) >= 0.5 * (rec.p_flag or 0.0):
         parts.append(f"ambiguous: careful annotators split {split} (posterior {rec.p_ambiguous:.2f})")
     if not parts and others:
         who = ", ".join(_name(names, a) for a in others)
         parts.append(f"one of {who} likely departs from the consensus (posterior {rec.p_flag:.2f})")
+    if doubted is not None and rec.p_flag is not None and rec.p_flag >= _REASON_FROM:
+        parts.append(doubted)
     return "; ".join(parts) or None
+
+
+def _majority(labels: list[Any]) -> tuple[Any, int] | None:
+    """The label more than half of ``labels`` gave, and how many gave it; None without one."""
+    if not labels:
+        return None
+    top, n = Counter(labels).most_common(1)[0]
+    return (top, n) if 2 * n > len(labels) else None
 
 
 def _read_labels(entry: "ControlReport", model: LabelModel, table: pd.DataFrame,
@@ -189,17 +201,27 @@ def _read_labels(entry: "ControlReport", model: LabelModel, table: pd.DataFrame,
         agreeing = [who_l[n] for n in answers if vals[n] == cons]
         rec.consensus_by = max(agreeing, key=lambda a: (best.get(a, 0.0), a)) if agreeing else None
         rec.departs = {who_l[n]: round(p_dep[n], 4) for n in answers if p_dep[n] >= _KEEP_DEPARTS}
-        rec.how = {who_l[n]: f"said {vals[n]!r} where the consensus is {cons!r}" for n in answers
-                   if p_dep[n] >= _NAMED_FROM and vals[n] != cons}
+        # a reason never names an annotator who sided with the task's majority: where the
+        # consensus overrules a majority (the model gives its answers little weight: a
+        # spammer's or a random annotator's vote in it), the reason says so instead
+        major = _majority([vals[n] for n in answers])
+        overruled = major[0] if major is not None and major[0] != cons else None
+        against = [n for n in answers if vals[n] != cons and (overruled is None or vals[n] != overruled)]
+        rec.how = {who_l[n]: f"said {vals[n]!r} where the consensus is {cons!r}" for n in against
+                   if p_dep[n] >= _NAMED_FROM}
         named = sorted(((who_l[n], p_dep[n]) for n in answers if who_l[n] in rec.how), key=lambda x: -x[1])
-        others = [who_l[n] for n in answers if vals[n] != cons and p_dep[n] >= 0.1]
+        others = [who_l[n] for n in against if p_dep[n] >= 0.1]
+        doubted = None
+        if overruled is not None and major is not None:
+            doubted = (f"the majority said {overruled!r} ({major[1]} of {len(answers)}) and the consensus is "
+                       f"{cons!r}: answers that likely depart are in the majority (posterior {rec.p_flag:.2f})")
         split = None
         if rec.p_ambiguous >= 0.2:
             a, b = (model.classes[int(x)] for x in r.split[t])
             n_a = sum(vals[n] == a for n in answers)
             n_b = sum(vals[n] == b for n in answers)
             split = f"between {a!r} ({n_a}) and {b!r} ({n_b})"
-        rec.reason = _reason(rec, named, others, split, names)
+        rec.reason = _reason(rec, named, others, split, names, doubted)
 
 
 def _read_distances(entry: "ControlReport", model: DistanceModel, table: pd.DataFrame,

@@ -61,3 +61,56 @@ def test_departures_multiply_and_ambiguity_takes_the_likelier_reading() -> None:
     items = {"sentiment": ItemEntry(p_flag=0.6, p_ambiguous=0.3), "rating": ItemEntry(p_flag=0.4, p_ambiguous=0.2)}
     _, _, posterior = task_flag(items, CONTROLS)
     assert posterior == pytest.approx(1 - (1 - 0.3) * (1 - 0.3) * (1 - 0.2))
+
+
+def _spammer_project(seed: int) -> tuple[str, list[dict]]:
+    """A Choices project: careful annotators right 85 % of the time, one (user 100) always
+    says 'Positive' — often on a raw majority's side with one careful annotator who slipped."""
+    import random
+
+    rng = random.Random(seed)
+    labels = ("Positive", "Neutral", "Negative")
+    config = ('<View><Text name="text" value="$text"/><Choices name="label" toName="text">'
+              + "".join(f'<Choice value="{x}"/>' for x in labels) + "</Choices></View>")
+    pool = list(range(100, 109))
+    tasks = []
+    for k in range(300):
+        truth = rng.choices(labels, weights=(0.4, 0.3, 0.3))[0]
+        anns = []
+        for j, uid in enumerate(rng.sample(pool, rng.randint(2, 5))):
+            y = "Positive" if uid == 100 else (truth if rng.random() < 0.85 else rng.choice([x for x in labels if x != truth]))
+            anns.append({"id": 10 * k + j, "completed_by": uid, "result": [
+                {"from_name": "label", "to_name": "text", "type": "choices", "value": {"choices": [y]}}]})
+        tasks.append({"id": k + 1, "data": {"text": f"t{k}"}, "annotations": anns})
+    return config, tasks
+
+
+def test_reasons_never_name_an_annotator_on_the_majority_side() -> None:
+    """Issue 22: the reasons name who departs, never an annotator who sided with the task's
+    majority — also where the consensus overrules that majority because the model gives its
+    voters little weight (a spammer's answer in it): then the reason says so, naming nobody."""
+    import re
+    from collections import Counter
+
+    from ls_agreement.plugin.report.build import build_report
+    from ls_agreement.plugin.settings import ReportSettings
+
+    named = overruled = 0
+    for seed in (1, 2, 3):
+        config, tasks = _spammer_project(seed)
+        report = build_report(config, tasks, ReportSettings(bootstrap=0))
+        answers = {str(t["id"]): {str(a["completed_by"]): a["result"][0]["value"]["choices"][0]
+                                  for a in t["annotations"]} for t in tasks}
+        for tid, task in report.tasks.items():
+            given = answers[tid]
+            top, n = Counter(given.values()).most_common(1)[0]
+            majority = top if 2 * n > len(given) else None
+            for why in task.reasons.values():
+                for who in re.findall(r"(\d+): said", why):
+                    named += 1
+                    assert given[who] != majority, (seed, tid, why, given)
+                if "the majority said" in why:
+                    overruled += 1
+                    assert majority is not None and report.controls["label"].items[tid].consensus != majority
+                    assert not re.search(r"\d+: said", why.split("the majority said")[1])
+    assert named > 30 and overruled >= 1, (named, overruled)
