@@ -205,16 +205,15 @@ def _read_labels(entry: "ControlReport", model: LabelModel, table: pd.DataFrame,
         # consensus overrules a majority (the model gives its answers little weight: a
         # spammer's or a random annotator's vote in it), the reason says so instead
         major = _majority([vals[n] for n in answers])
-        overruled = major[0] if major is not None and major[0] != cons else None
-        against = [n for n in answers if vals[n] != cons and (overruled is None or vals[n] != overruled)]
+        overruled = major if major is not None and major[0] != cons else None
+        against = [n for n in answers if vals[n] != cons and (overruled is None or vals[n] != overruled[0])]
         rec.how = {who_l[n]: f"said {vals[n]!r} where the consensus is {cons!r}" for n in against
                    if p_dep[n] >= _NAMED_FROM}
         named = sorted(((who_l[n], p_dep[n]) for n in answers if who_l[n] in rec.how), key=lambda x: -x[1])
         others = [who_l[n] for n in against if p_dep[n] >= 0.1]
-        doubted = None
-        if overruled is not None and major is not None:
-            doubted = (f"the majority said {overruled!r} ({major[1]} of {len(answers)}) and the consensus is "
-                       f"{cons!r}: answers that likely depart are in the majority (posterior {rec.p_flag:.2f})")
+        doubted = None if overruled is None else (
+            f"the majority said {overruled[0]!r} ({overruled[1]} of {len(answers)}) and the consensus is "
+            f"{cons!r}: answers that likely depart are in the majority (posterior {rec.p_flag:.2f})")
         split = None
         if rec.p_ambiguous >= 0.2:
             a, b = (model.classes[int(x)] for x in r.split[t])

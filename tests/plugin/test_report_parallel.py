@@ -85,7 +85,7 @@ def test_released_controls_leave_the_mapping_once_measured() -> None:
     _in_fresh_process("""
         import weakref
         cs = controls(4)
-        tables = [weakref.ref(c) for c in cs.values()]
+        refs = [weakref.ref(c) for c in cs.values()]
         kept = measure_controls(cs, lambda c: (c.name, len(c.table)), workers=2)
         assert len(cs) == 4                     # without release, the caller's controls stay
         out = measure_controls(cs, lambda c: (c.name, len(c.table)), workers=2, release=True)
@@ -93,7 +93,7 @@ def test_released_controls_leave_the_mapping_once_measured() -> None:
         assert cs == {}
         import gc
         gc.collect()
-        assert all(t() is None for t in tables)  # nothing here holds them any more
+        assert all(r() is None for r in refs)    # nothing here holds them any more
         # a worker whose result cannot travel back: its control stays until measured here
         cs = controls(3)
         out = measure_controls(cs, lambda c: (lambda: c.name), workers=2, release=True)
