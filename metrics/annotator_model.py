@@ -192,6 +192,10 @@ class LabelReading:
         Per answer: its class index.
     log_lr_ambiguous : ndarray, shape (T,)
         log P(answers | ambiguous) − log P(answers | ordinary), whatever ρ.
+    p_departs_any : ndarray, shape (N,)
+        Per answer (input order): posterior that it departs at all, visible or not (its
+        odds over θ's prior odds are the answer's likelihood ratio of departing, which the
+        task level pools over a task's controls: plugin/report/flags.py).
     """
 
     items: np.ndarray
@@ -204,6 +208,7 @@ class LabelReading:
     task_of: np.ndarray
     label: np.ndarray
     log_lr_ambiguous: np.ndarray
+    p_departs_any: np.ndarray
 
 
 # ---------------------------------------------------------------------------------------
@@ -811,8 +816,10 @@ def read_labels(model: LabelModel, item: Sequence[Hashable], annotator: Sequence
     factor = tab.sound[c.row] + dep
     if pa.size:
         factor = np.concatenate([factor, jt.factor()], axis=1)
-    q_dep = dep / factor * shown
+    q_any = dep / factor
+    q_dep = q_any * shown
     p_dep = (post[c.task] * q_dep).sum(axis=1)
+    p_any_sorted = (post[c.task] * q_any).sum(axis=1)
     # P(ordinary and nobody departs) = Σ_z P(z | answers) Π_n (1 − q_n(z))
     clean = np.exp(np.add.reduceat(np.log1p(-np.minimum(q_dep[:, :k], 1 - 1e-15)), c.starts, axis=0))
     p_flag = 1.0 - (post_ord * clean).sum(axis=1)
@@ -822,10 +829,13 @@ def read_labels(model: LabelModel, item: Sequence[Hashable], annotator: Sequence
     p_departs = np.zeros(len(y_all))
     task_of = np.full(len(y_all), -1, dtype=np.int64)
     p_departs[keep[c.order]] = p_dep
+    p_any = np.zeros(len(y_all))
+    p_any[keep[c.order]] = p_any_sorted
     task_of[keep[c.order]] = c.task
     return LabelReading(items=c.items, consensus=consensus, consensus_p=marginal[np.arange(consensus.size), consensus],
                         p_ambiguous=post_amb.sum(axis=1), p_flag=np.clip(p_flag, 0.0, 1.0), split=split,
-                        p_departs=p_departs, task_of=task_of, label=y_all, log_lr_ambiguous=log_lr)
+                        p_departs=p_departs, task_of=task_of, label=y_all, log_lr_ambiguous=log_lr,
+                        p_departs_any=p_any)
 
 
 def _logsumexp(x: np.ndarray) -> np.ndarray:

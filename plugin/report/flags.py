@@ -170,6 +170,50 @@ def _reason(rec: "ItemEntry", named: list[tuple[str, float]], others: list[str],
     return "; ".join(parts) or None
 
 
+def _departing_lr(model: LabelModel, who: np.ndarray, p_visible: np.ndarray, p_any: np.ndarray) -> list[list[float]]:
+    """Per answer (shape (N,) inputs): ``[log LR, shown, prior]`` — the likelihood ratio that
+    it departs (its posterior odds over the annotator's prior odds 1 − θ : θ, which for one
+    answer given the others is exactly P(answer | departs) / P(answer | sound)), the share of
+    a departure that shows (visible over any), and the prior 1 − θ."""
+    names = list(dict.fromkeys(who.tolist()))
+    theta, _, _ = model.parameters(names)
+    prior = 1.0 - np.asarray(theta)[pd.Index(names).get_indexer(who)]
+    prior = np.clip(prior, 1e-6, 1 - 1e-6)
+    p = np.clip(p_any, 1e-12, 1 - 1e-12)
+    log_lr = np.log(p / (1 - p)) - np.log(prior / (1 - prior))
+    shown = np.clip(p_visible / p, 0.0, 1.0)
+    return np.round(np.column_stack([log_lr, shown, prior]), 6).tolist()
+
+
+def coupled_departures(items: Mapping[str, "ItemEntry"]) -> float | None:
+    """P(some answer of the task departs visibly) over its controls of labels, with one
+    departure state per annotator and task (None unless two or more controls carry
+    ``departing_lr``).
+
+    An annotator who departs on a task (answers at random, say) departs on each of its
+    controls; read one control at a time, their careful slip on one control looks like a
+    departure even where their answer on another is exactly the consensus — which a random
+    answer rarely is. Pooled: per annotator, the prior odds of departing (the largest of the
+    controls' 1 − θ: their share of departing tasks, which a control whose labels a random
+    answer often hits reads low) times each answer's likelihood ratio of departing; the
+    departure shows where one of its answers would show it."""
+    read = [rec.departing_lr for rec in items.values() if rec.departing_lr]
+    if len(read) < 2:
+        return None
+    per: dict[str, list[list[float]]] = {}
+    for lrs in read:
+        for a, v in lrs.items():
+            per.setdefault(a, []).append(v)
+    none = 1.0
+    for rows in per.values():
+        prior = max(v[2] for v in rows)
+        logit = math.log(prior / (1.0 - prior)) + sum(v[0] for v in rows)
+        departs = 1.0 / (1.0 + math.exp(-min(max(logit, -700.0), 700.0)))
+        hidden = math.prod(1.0 - v[1] for v in rows)
+        none *= 1.0 - departs * (1.0 - hidden)
+    return 1.0 - none
+
+
 def _majority(labels: list[Any]) -> tuple[Any, int] | None:
     """The label more than half of ``labels`` gave, and how many gave it; None without one."""
     if not labels:
@@ -189,6 +233,7 @@ def _read_labels(entry: "ControlReport", model: LabelModel, table: pd.DataFrame,
     # the loop below reads Python numbers (a numpy scalar per access costs ten times more)
     p_flag, p_amb, cons_p, lr = r.p_flag.tolist(), r.p_ambiguous.tolist(), r.consensus_p.tolist(), r.log_lr_ambiguous.tolist()
     consensus, p_dep, who_l = r.consensus.tolist(), r.p_departs.tolist(), who.tolist()
+    coupled = _departing_lr(model, who, r.p_departs, r.p_departs_any)
     for t, key in enumerate(r.items):
         rec = items.get(str(key))
         if rec is None:
@@ -201,6 +246,7 @@ def _read_labels(entry: "ControlReport", model: LabelModel, table: pd.DataFrame,
         agreeing = [who_l[n] for n in answers if vals[n] == cons]
         rec.consensus_by = max(agreeing, key=lambda a: (best.get(a, 0.0), a)) if agreeing else None
         rec.departs = {who_l[n]: round(p_dep[n], 4) for n in answers if p_dep[n] >= _KEEP_DEPARTS}
+        rec.departing_lr = {who_l[n]: coupled[n] for n in answers}
         # a reason never names an annotator who sided with the task's majority: where the
         # consensus overrules a majority (the model gives its answers little weight: a
         # spammer's or a random annotator's vote in it), the reason says so instead
@@ -422,17 +468,22 @@ def task_flag(items: Mapping[str, "ItemEntry"], controls: Mapping[str, "ControlR
     # and the reading over the task's controls weigh the same splits, so the likelier of
     # them stands for both (as a product, one control's 2–1 split counted twice)
     no_departure, amb, read = 1.0, 0.0, False
-    for name, rec in items.items():
-        ctl = controls.get(name)
-        if ctl is None or not ctl.measured:
-            continue
+    measured = {n: rec for n, rec in items.items() if n in controls and controls[n].measured}
+    # departures on the controls of labels pooled per annotator (coupled_departures), the
+    # others' as separate chances
+    pooled = coupled_departures({n: rec for n, rec in measured.items() if rec.p_flag is not None})
+    for name, rec in measured.items():
+        ctl = controls[name]
         if ctl.flag_below and rec.sigma is not None and rec.sigma < ctl.flag_below:
             reasons[name] = f"σ {rec.sigma:.2f} below flag_below {ctl.flag_below:g}"
         if rec.p_flag is not None:
             p_amb = min(rec.p_ambiguous or 0.0, rec.p_flag)
-            no_departure *= 1.0 - (rec.p_flag - p_amb)
+            if pooled is None or not rec.departing_lr:
+                no_departure *= 1.0 - (rec.p_flag - p_amb)
             amb = max(amb, p_amb)
             read = True
+    if pooled is not None:
+        no_departure *= 1.0 - pooled
     if p_task is None:
         lr = task_ambiguity_lr(items, controls)
         p_task = float(task_ambiguity(np.array([lr]), ambiguity)[0]) if lr is not None else 0.0

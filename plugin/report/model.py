@@ -406,7 +406,10 @@ class ItemEntry:
     departing from it (``departs``, those over 5 %), how the departing ones depart
     (``how``) and the one-line ``reason`` when the control flags the task; ``ambiguity_lr``
     the log likelihood ratio of an ambiguous reading, pooled over the task's controls
-    (``metrics/task_ambiguity.py``)."""
+    (``metrics/task_ambiguity.py``); on a control of labels, ``departing_lr``: per annotator,
+    ``[log likelihood ratio that their answer departs, the share of a departure that would
+    show, their prior share of departing answers]``, which the task's flag pools over its
+    controls of labels (``plugin/report/flags.py`` ``task_flag``)."""
 
     sigma: float | None = None
     alpha: float | None = None
@@ -423,6 +426,7 @@ class ItemEntry:
     how: dict[str, str] = field(default_factory=dict)
     reason: str | None = None
     ambiguity_lr: float | None = None          # log P(answers | ambiguous) − log P(answers | ordinary)
+    departing_lr: dict[str, list[float]] | None = None
 
 
 @dataclass

@@ -3,6 +3,8 @@ when the posterior that it holds a departing answer or is ambiguous reaches the 
 and its reasons name only annotators who stand against the consensus."""
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from ls_agreement.plugin.report.flags import task_flag
@@ -114,3 +116,54 @@ def test_reasons_never_name_an_annotator_on_the_majority_side() -> None:
                     assert majority is not None and report.controls["label"].items[tid].consensus != majority
                     assert not re.search(r"\d+: said", why.split("the majority said")[1])
     assert named > 30 and overruled >= 1, (named, overruled)
+
+
+def test_coupled_departures_against_enumeration() -> None:
+    """One departure state per annotator and task over the controls of labels: the pooled
+    reading against a brute-force sum over every annotator's departing or not."""
+    import itertools
+    import math
+
+    from ls_agreement.plugin.report.flags import coupled_departures
+
+    # per annotator and control: [log LR of departing, share that shows, prior 1 − θ]
+    lrs = {"sentiment": {"a": [2.0, 0.9, 0.3], "b": [-1.5, 0.8, 1e-4], "c": [0.5, 0.2, 0.05]},
+           "rating": {"a": [-1.6, 0.7, 0.25], "b": [0.3, 0.5, 1e-4]}}
+    items = {n: ItemEntry(p_flag=0.5, departing_lr=v) for n, v in lrs.items()}
+    got = coupled_departures(items)
+    people = ["a", "b", "c"]
+    total = none = 0.0
+    for states in itertools.product([0, 1], repeat=len(people)):
+        weight, hidden = 1.0, 1.0
+        for who, d in zip(people, states):
+            rows = [lrs[c][who] for c in lrs if who in lrs[c]]
+            prior = max(r[2] for r in rows)
+            # P(answers | departs) / P(answers | sound) is the product of the answers' ratios
+            like = math.exp(sum(r[0] for r in rows)) if d else 1.0
+            weight *= (prior if d else 1 - prior) * like
+            if d:
+                hidden *= math.prod(1 - r[1] for r in rows)
+        total += weight
+        none += weight * hidden
+    assert got == pytest.approx(1 - none / total, rel=1e-9)
+    # one control of labels: nothing to pool
+    assert coupled_departures({"sentiment": items["sentiment"]}) is None
+
+
+def test_a_careful_answer_on_another_control_lowers_a_departure() -> None:
+    """A label that departs while the same annotator's rating is exactly the consensus: the
+    task's departure posterior falls below the label control's own; with the rating off
+    too, it rises above it."""
+    from ls_agreement.plugin.report.flags import task_flag
+
+    label = ItemEntry(p_flag=0.7, p_ambiguous=0.0, departs={"303": 0.7},
+                      departing_lr={"303": [math.log(0.7 / 0.3 * 0.75 / 0.25), 1.0, 0.25], "7": [-6.0, 1.0, 1e-4]})
+    agree = ItemEntry(p_flag=0.001, p_ambiguous=0.0,
+                      departing_lr={"303": [math.log(0.2 / 0.9), 1.0, 0.25], "7": [-6.0, 1.0, 1e-4]})
+    off = ItemEntry(p_flag=0.6, p_ambiguous=0.0,
+                    departing_lr={"303": [math.log(0.2 / 0.02), 1.0, 0.25], "7": [-6.0, 1.0, 1e-4]})
+    _, _, alone = task_flag({"sentiment": label}, {"sentiment": CONTROLS["sentiment"]})
+    _, _, with_agree = task_flag({"sentiment": label, "rating": agree}, CONTROLS)
+    _, _, with_off = task_flag({"sentiment": label, "rating": off}, CONTROLS)
+    assert alone == pytest.approx(0.7)
+    assert with_agree < 0.5 < alone < with_off
