@@ -49,7 +49,7 @@ CONTROL_KEY = PREFIX + "sigma__"
 # The annotator model's posteriors of a task (issue 22) stay out of the meta detail: every
 # refit of the project's models moves them a little on every task, and each move would
 # rewrite the task; its consensus, who gave it and the reason stay (report.json has all).
-_MODEL_FLOATS = frozenset({"p_flag", "p_ambiguous", "consensus_p", "departs", "ambiguity_lr"})
+_MODEL_FLOATS = frozenset({"p_flag", "p_ambiguous", "consensus_p", "departs", "ambiguity_lr", "departing_lr"})
 
 
 @dataclass
