@@ -211,6 +211,6 @@ def apply_scores(report: Report, scores: TaskScores, deleted: Iterable[int] = ()
                 ctl.items[tid] = entry
     subset = {name: replace(ctl, items={t: ctl.items[t] for t in scores if t in ctl.items})
               for name, ctl in report.controls.items()}
-    report.tasks.update(project_tasks(subset, report.settings, report.ambiguity))
+    report.tasks.update(project_tasks(subset, report.settings, report.ambiguity, departing=report.departing))
     return changed
 

@@ -39,7 +39,7 @@ from ls_agreement.metrics.result import finite_or_none
 from ..settings import ReportSettings
 from .model import (AnnotatorIntervals, Candidate, ControlAnnotator, ControlReport, ControlStatus, Diagnostic,
                     Histogram, Intervals, ItemEntry, Report)
-from .flags import fit_ambiguity, fit_review, pooled_ratios
+from .flags import fit_ambiguity, fit_departing, fit_review, pooled_ratios
 from .quality import reference_measures
 from .seed import seed_measures
 from .parallel import ChildFailed, cpu_count, map_forked, measure_controls, run_forked
@@ -462,7 +462,8 @@ def build_report(config_xml: str, tasks: Iterable[dict], settings: ReportSetting
     # σ and α, an annotator's pair-weighted means
     ratios = pooled_ratios(controls)
     report.ambiguity = fit_ambiguity(ratios)    # tasks ambiguous over all their controls at once
-    report.tasks = project_tasks(controls, report.settings, report.ambiguity, ratios)
+    report.departing = fit_departing(controls)  # each annotator's share of departing tasks
+    report.tasks = project_tasks(controls, report.settings, report.ambiguity, ratios, report.departing)
     report.annotators = project_annotators(controls, items, names)
     return report
 

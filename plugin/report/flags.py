@@ -8,8 +8,10 @@ from it and how, whether the task is ambiguous, the posterior of either, a one-l
 reason) and gives each annotator their reliability with its interval. ``read_review``
 reads given tasks against the stored model alone (the live path: one task without
 refitting). ``task_flag`` combines a task's controls: the posterior that the task holds a
-departing answer or an ambiguous control is ``1 − Π_c (1 − p_c)``, and the task is flagged
-from ``flag_posterior`` (default ½).
+departing answer or an ambiguous control is ``1 − Π_c (1 − p_c)``, with departures on its
+controls of labels one state per annotator (``coupled_departures``, their prior each
+annotator's share of departing tasks fitted over the project: ``fit_departing``), and the
+task is flagged from ``flag_posterior`` (default ½).
 
 Reasons name who departs and how; they never name an annotator whose answer is the
 consensus, and an ambiguous task names no one ("careful annotators split ...").
@@ -31,11 +33,12 @@ from ls_agreement.metrics.distances.registry import get_distance
 from ls_agreement.metrics.result import finite_or_none
 from ls_agreement.metrics.sound_share import CAREFUL
 from ls_agreement.metrics.task_ambiguity import fit_task_ambiguity, task_ambiguity
+from ls_agreement.metrics.task_departures import fit_departing_shares
 
 if TYPE_CHECKING:
     from .model import AnnotatorFit, ControlReport, ItemEntry
 
-__all__ = ["fit_review", "read_review", "task_flag", "fit_ambiguity", "pooled_ratios", "task_ambiguity_lr", "is_labels",
+__all__ = ["fit_review", "read_review", "task_flag", "fit_ambiguity", "fit_departing", "pooled_ratios", "task_ambiguity_lr", "is_labels",
            "DEFAULT_POSTERIOR"]
 
 DEFAULT_POSTERIOR = 0.5     # flag a task from this posterior
@@ -185,18 +188,9 @@ def _departing_lr(model: LabelModel, who: np.ndarray, p_visible: np.ndarray, p_a
     return np.round(np.column_stack([log_lr, shown, prior]), 6).tolist()
 
 
-def coupled_departures(items: Mapping[str, "ItemEntry"]) -> float | None:
-    """P(some answer of the task departs visibly) over its controls of labels, with one
-    departure state per annotator and task (None unless two or more controls carry
-    ``departing_lr``).
-
-    An annotator who departs on a task (answers at random, say) departs on each of its
-    controls; read one control at a time, their careful slip on one control looks like a
-    departure even where their answer on another is exactly the consensus — which a random
-    answer rarely is. Pooled: per annotator, the prior odds of departing (the largest of the
-    controls' 1 − θ: their share of departing tasks, which a control whose labels a random
-    answer often hits reads low) times each answer's likelihood ratio of departing; the
-    departure shows where one of its answers would show it."""
+def _per_annotator(items: Mapping[str, "ItemEntry"]) -> dict[str, list[list[float]]] | None:
+    """A task's ``departing_lr`` rows per annotator, over its controls of labels (None
+    unless two or more controls carry them)."""
     read = [rec.departing_lr for rec in items.values() if rec.departing_lr]
     if len(read) < 2:
         return None
@@ -204,14 +198,64 @@ def coupled_departures(items: Mapping[str, "ItemEntry"]) -> float | None:
     for lrs in read:
         for a, v in lrs.items():
             per.setdefault(a, []).append(v)
+    return per
+
+
+def coupled_departures(items: Mapping[str, "ItemEntry"], shares: Mapping[str, float] | None = None) -> float | None:
+    """P(some answer of the task departs visibly) over its controls of labels, with one
+    departure state per annotator and task (None unless two or more controls carry
+    ``departing_lr``).
+
+    An annotator who departs on a task (answers at random, say) departs on each of its
+    controls; read one control at a time, their careful slip on one control looks like a
+    departure even where their answer on another is exactly the consensus — which a random
+    answer rarely is. Pooled: per annotator, the prior odds of departing (``shares``: δ, their
+    share of departing tasks fitted over the project, :func:`fit_departing`; without one,
+    the largest of the controls' 1 − θ) times each answer's likelihood ratio of departing;
+    the departure shows where one of its answers would show it."""
+    per = _per_annotator(items)
+    if per is None:
+        return None
+    shares = shares or {}
     none = 1.0
-    for rows in per.values():
-        prior = max(v[2] for v in rows)
+    for a, rows in per.items():
+        prior = shares.get(a)
+        if prior is None:
+            prior = max(v[2] for v in rows)
+        prior = min(max(prior, 1e-6), 1.0 - 1e-6)
         logit = math.log(prior / (1.0 - prior)) + sum(v[0] for v in rows)
         departs = 1.0 / (1.0 + math.exp(-min(max(logit, -700.0), 700.0)))
         hidden = math.prod(1.0 - v[1] for v in rows)
         none *= 1.0 - departs * (1.0 - hidden)
     return 1.0 - none
+
+
+def fit_departing(controls: Mapping[str, "ControlReport"]) -> dict[str, float]:
+    """δ per annotator: their share of departing tasks, fitted on every task that two or
+    more measured controls of labels read (``metrics/task_departures.py``): one log ratio
+    per (annotator, task), the sum of their answers' over those controls. Annotators of no
+    such task are left out (:func:`coupled_departures` falls back to the controls' θ)."""
+    labels = [name for name, ctl in controls.items()
+              if ctl.measured and ctl.flags is not None and ctl.flags.model == "labels"]
+    if len(labels) < 2:     # no task can pool: not worth a pass over the entries
+        return {}
+    per_task: dict[str, dict[str, "ItemEntry"]] = {}
+    for name in labels:
+        for item, rec in controls[name].items.items():
+            if rec.departing_lr and rec.p_flag is not None:
+                per_task.setdefault(item, {})[name] = rec
+    who: list[str] = []
+    sums: list[float] = []
+    for items in per_task.values():
+        per = _per_annotator(items)
+        for a, rows in (per or {}).items():
+            who.append(a)
+            sums.append(sum(v[0] for v in rows))
+    if not who:
+        return {}
+    codes, names = pd.factorize(pd.Series(who, dtype=object), sort=True)
+    shares = fit_departing_shares(np.asarray(sums, dtype=float), codes.astype(np.int64))
+    return {str(a): round(float(d), 6) for a, d in zip(names, shares)}
 
 
 def _majority(labels: list[Any]) -> tuple[Any, int] | None:
@@ -436,7 +480,8 @@ def fit_ambiguity(ratios: Mapping[str, float]) -> float:
 
 def task_flag(items: Mapping[str, "ItemEntry"], controls: Mapping[str, "ControlReport"],
               settings: Mapping[str, Any] | None = None,
-              ambiguity: float = 0.0, p_task: float | None = None) -> tuple[bool, dict[str, str], float | None]:
+              ambiguity: float = 0.0, p_task: float | None = None,
+              departing: Mapping[str, float] | None = None) -> tuple[bool, dict[str, str], float | None]:
     """Whether ONE task is flagged, why, and the posterior.
 
     Parameters
@@ -471,7 +516,7 @@ def task_flag(items: Mapping[str, "ItemEntry"], controls: Mapping[str, "ControlR
     measured = {n: rec for n, rec in items.items() if n in controls and controls[n].measured}
     # departures on the controls of labels pooled per annotator (coupled_departures), the
     # others' as separate chances
-    pooled = coupled_departures({n: rec for n, rec in measured.items() if rec.p_flag is not None})
+    pooled = coupled_departures({n: rec for n, rec in measured.items() if rec.p_flag is not None}, departing)
     for name, rec in measured.items():
         ctl = controls[name]
         if ctl.flag_below and rec.sigma is not None and rec.sigma < ctl.flag_below:

@@ -577,6 +577,7 @@ class Report:
     settings: dict[str, Any] = field(default_factory=dict)
     baseline: BaselineInfo | None = None       # set by the live service (plugin/live)
     ambiguity: float = 0.0                     # ρ_T: share of tasks ambiguous over all their controls
+    departing: dict[str, float] = field(default_factory=dict)   # δ per annotator: share of tasks departed on
     pair_matrix: PairMatrix | None = None      # annotator pairs over the measured controls
     version: int = REPORT_VERSION
 

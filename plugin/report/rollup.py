@@ -19,11 +19,13 @@ from .model import AnnotatorControl, ControlReport, ItemEntry, ProjectAnnotator,
 
 
 def project_tasks(controls: Mapping[str, ControlReport], settings: Mapping[str, Any] | None = None,
-                  ambiguity: float = 0.0, ratios: Mapping[str, float] | None = None) -> dict[str, TaskEntry]:
+                  ambiguity: float = 0.0, ratios: Mapping[str, float] | None = None,
+                  departing: Mapping[str, float] | None = None) -> dict[str, TaskEntry]:
     """Every task across the measured controls; its flag from :func:`.flags.task_flag`
     (which also sets each control's ``ItemEntry.flag``). ``ratios``: the tasks' pooled log
     ratios of ambiguity when the caller has them (:func:`.flags.pooled_ratios`, which
-    ρ_T ``ambiguity`` was fitted on); read here otherwise."""
+    ρ_T ``ambiguity`` was fitted on); read here otherwise. ``departing``: each annotator's
+    share of departing tasks (:func:`.flags.fit_departing`, ``Report.departing``)."""
     out: dict[str, TaskEntry] = {}
     per_task: dict[str, dict[str, ItemEntry]] = {}
     for name, ctl in controls.items():
@@ -47,7 +49,7 @@ def project_tasks(controls: Mapping[str, ControlReport], settings: Mapping[str, 
     for item, t in out.items():
         items = per_task[item]
         t.flag, t.reasons, t.p_flag = task_flag(items, controls, settings, ambiguity,
-                                                p_task=p_task.get(item, 0.0))
+                                                p_task=p_task.get(item, 0.0), departing=departing)
         t.flagged_controls = [c for c in t.controls if c in t.reasons]
         for name, rec in items.items():
             rec.flag = name in t.reasons

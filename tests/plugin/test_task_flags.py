@@ -118,9 +118,12 @@ def test_reasons_never_name_an_annotator_on_the_majority_side() -> None:
     assert named > 30 and overruled >= 1, (named, overruled)
 
 
-def test_coupled_departures_against_enumeration() -> None:
+@pytest.mark.parametrize("shares", [None, {"a": 0.6, "c": 0.02}], ids=["controls' theta", "fitted shares"])
+def test_coupled_departures_against_enumeration(shares) -> None:
     """One departure state per annotator and task over the controls of labels: the pooled
-    reading against a brute-force sum over every annotator's departing or not."""
+    reading against a brute-force sum over every annotator's departing or not; the prior
+    of departing is the annotator's fitted share where given (``b`` has none: the largest
+    of their controls' 1 − θ)."""
     import itertools
     import math
 
@@ -130,14 +133,14 @@ def test_coupled_departures_against_enumeration() -> None:
     lrs = {"sentiment": {"a": [2.0, 0.9, 0.3], "b": [-1.5, 0.8, 1e-4], "c": [0.5, 0.2, 0.05]},
            "rating": {"a": [-1.6, 0.7, 0.25], "b": [0.3, 0.5, 1e-4]}}
     items = {n: ItemEntry(p_flag=0.5, departing_lr=v) for n, v in lrs.items()}
-    got = coupled_departures(items)
+    got = coupled_departures(items, shares)
     people = ["a", "b", "c"]
     total = none = 0.0
     for states in itertools.product([0, 1], repeat=len(people)):
         weight, hidden = 1.0, 1.0
         for who, d in zip(people, states):
             rows = [lrs[c][who] for c in lrs if who in lrs[c]]
-            prior = max(r[2] for r in rows)
+            prior = (shares or {}).get(who, max(r[2] for r in rows))
             # P(answers | departs) / P(answers | sound) is the product of the answers' ratios
             like = math.exp(sum(r[0] for r in rows)) if d else 1.0
             weight *= (prior if d else 1 - prior) * like
@@ -147,7 +150,35 @@ def test_coupled_departures_against_enumeration() -> None:
         none += weight * hidden
     assert got == pytest.approx(1 - none / total, rel=1e-9)
     # one control of labels: nothing to pool
-    assert coupled_departures({"sentiment": items["sentiment"]}) is None
+    assert coupled_departures({"sentiment": items["sentiment"]}, shares) is None
+
+
+def test_fitted_shares_find_the_careless_annotator_of_a_two_control_project() -> None:
+    """The demo's careless annotator answers at random four times in five. Fitted over the
+    tasks, their share of departing tasks is near 0.8 and the careful annotators' near 0;
+    the report stores the shares, and the flags read them."""
+    from ls_agreement.demo import data as demo_data
+    from ls_agreement.plugin.report.build import build_report
+    from ls_agreement.plugin.report.flags import fit_departing
+    from ls_agreement.plugin.report.model import Report
+    from ls_agreement.plugin.report.rollup import project_tasks
+    from ls_agreement.plugin.settings import ReportSettings
+
+    users = {a.email: 10 + k for k, a in enumerate(demo_data.ANNOTATORS)}
+    sample = demo_data.generate(users, n_tasks=300, seed=4, controls=("sentiment", "rating"), accuracy=0.8,
+                                per_task=(3, 3))
+    tasks = [{"id": i + 1, **t} for i, t in enumerate(sample.tasks)]
+    report = build_report(sample.config, tasks, ReportSettings(bootstrap=0))
+    careless = str(users[sample.careless_email])
+    shares = fit_departing(report.controls)
+    assert report.departing == shares
+    assert 0.65 < shares[careless] < 0.95, shares
+    assert all(d < 0.15 for a, d in shares.items() if a != careless), shares
+    assert Report.from_dict(report.to_dict()).departing == shares
+    # the flags are read with the shares: without them some task reads otherwise
+    without = project_tasks(report.controls, report.settings, report.ambiguity)
+    assert any(without[t].p_flag != report.tasks[t].p_flag for t in report.tasks)
+    assert project_tasks(report.controls, report.settings, report.ambiguity, departing=shares) == report.tasks
 
 
 def test_a_careful_answer_on_another_control_lowers_a_departure() -> None:
