@@ -27,7 +27,7 @@ from ls_agreement.metrics.result import finite_or_none
 
 from ..annotator_report import annotator_quality
 from ..report.build import build_report, collect_warnings
-from ..report.flags import read_review
+from ..report.flags import pools_departures, read_review
 from ..report.model import BaselineInfo, ControlReport, ItemEntry, Report
 from ..report.rollup import project_tasks
 from ..settings import ReportSettings
@@ -172,6 +172,8 @@ def score_tasks(base: ProjectBaseline, mirror: ProjectMirror, task_ids: Iterable
     tasks = [mirror.tasks[t].as_task() for t in ids if t in mirror.tasks]
     if not tasks:
         return out
+    # label items keep departing_lr as the report's did (the same rule, on the same controls)
+    pooled = pools_departures(c.kind for c in base.report.controls.values())
     sink: list[str] = []
     with collect_warnings(sink, "rescoring"):
         adapted = adapt(base.config, tasks, strict=False, include_predictions=base.settings.include_predictions)
@@ -186,7 +188,7 @@ def score_tasks(base: ProjectBaseline, mirror: ProjectMirror, task_ids: Iterable
                 continue
             entries = _entries(rep, item_scores(table, b), table)
             if rep.measured:   # consensus, departures and ambiguity against the stored annotator model
-                read_review(rep, table, entries)
+                read_review(rep, table, entries, pooled=pooled)
             for item, entry in entries.items():
                 out.setdefault(item, {})[name] = entry
     return out   # flags are set by apply_scores (the rule reads the task's entries together)

@@ -39,7 +39,7 @@ from ls_agreement.metrics.result import finite_or_none
 from ..settings import ReportSettings
 from .model import (AnnotatorIntervals, Candidate, ControlAnnotator, ControlReport, ControlStatus, Diagnostic,
                     Histogram, Intervals, ItemEntry, Report)
-from .flags import fit_ambiguity, fit_departing, fit_review, pooled_ratios
+from .flags import fit_ambiguity, fit_departing, fit_review, pooled_ratios, pools_departures
 from .quality import reference_measures
 from .seed import seed_measures
 from .parallel import ChildFailed, cpu_count, map_forked, measure_controls, run_forked
@@ -148,9 +148,10 @@ def _measure(ctl: ControlData, table: pd.DataFrame, settings: ReportSettings, wa
     return choice.result
 
 
-def control_report(ctl: ControlData, settings: ReportSettings) -> ControlReport:
+def control_report(ctl: ControlData, settings: ReportSettings, pooled: bool = True) -> ControlReport:
     """The report entry of one control (see ``build_report``); never raises ValueError:
-    bad data becomes a warning and null numbers."""
+    bad data becomes a warning and null numbers. ``pooled``: whether its label items keep
+    ``departing_lr`` (``flags.pools_departures`` of the project's controls)."""
     entry = _empty_entry(ctl, settings)
     table = ctl.table
     if ctl.kind == "spans":
@@ -199,7 +200,7 @@ def control_report(ctl: ControlData, settings: ReportSettings) -> ControlReport:
     entry.annotators = _annotators(res, ctl, entry)
     if res.d_e > 0:   # the annotator model: consensus, departures, ambiguity, reliability
         try:
-            fit_review(entry, table, ctl.annotator_names)
+            fit_review(entry, table, ctl.annotator_names, pooled)
         except (ValueError, FloatingPointError) as exc:
             entry.warnings.append(f"annotator model not fitted (no flags, consensus or reliability): {exc}")
     reference_measures(ctl, table, entry, settings)   # ground truth, predictions, error types
@@ -322,14 +323,14 @@ def _seed_measures(ctl: ControlData, settings: ReportSettings, entry: ControlRep
     entry.crowdtruth = extra.crowdtruth
 
 
-def _measured_control(ctl: ControlData, settings: ReportSettings) -> ControlReport:
+def _measured_control(ctl: ControlData, settings: ReportSettings, pooled: bool = True) -> ControlReport:
     """One control's entry: agreement, annotator model, seed measures (in a worker process
     when the report runs several, see :mod:`.parallel`)."""
     # numpy/shapely warnings (a polygon repaired, an overflow near 1e308) become the
     # control's report warnings instead of raw lines with source code on stderr
     caught: list[str] = []
     with collect_warnings(caught, "computing"), gc_paused(collect=True):
-        entry = control_report(ctl, settings)
+        entry = control_report(ctl, settings, pooled)
         _seed_measures(ctl, settings, entry)
         release_tokens(ctl)   # span distances and span F1 read one token table
     entry.warnings.extend(caught)
@@ -449,8 +450,9 @@ def build_report(config_xml: str, tasks: Iterable[dict], settings: ReportSetting
                 items.setdefault(str(a), set()).update(map(str, grp.tolist()))
     controls: dict[str, ControlReport] = {}
     # each adapted control is let go once measured: nothing after this needs them
-    measured = measure_controls(adapted.controls, partial(_measured_control, settings=settings), workers,
-                                release=True)
+    pooled = pools_departures(c.kind for c in adapted.controls.values())
+    measured = measure_controls(adapted.controls, partial(_measured_control, settings=settings, pooled=pooled),
+                                workers, release=True)
     for name, entry in measured.items():
         if keep is not None:
             entry.items = {k: v for k, v in entry.items.items() if k in keep}

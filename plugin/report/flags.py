@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import Counter
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -38,7 +38,7 @@ from ls_agreement.metrics.task_departures import fit_departing_shares
 if TYPE_CHECKING:
     from .model import AnnotatorFit, ControlReport, ItemEntry
 
-__all__ = ["fit_review", "read_review", "task_flag", "fit_ambiguity", "fit_departing", "pooled_ratios", "task_ambiguity_lr", "is_labels",
+__all__ = ["fit_review", "read_review", "pools_departures", "task_flag", "fit_ambiguity", "fit_departing", "pooled_ratios", "task_ambiguity_lr", "is_labels",
            "DEFAULT_POSTERIOR"]
 
 DEFAULT_POSTERIOR = 0.5     # flag a task from this posterior
@@ -63,6 +63,15 @@ def is_labels(entry: "ControlReport", table: pd.DataFrame) -> bool:
     except TypeError:           # unhashable values are not labels
         return False
     return 2 <= n <= MAX_CLASSES
+
+
+def pools_departures(kinds: Iterable[str]) -> bool:
+    """Whether a project's controls (their kinds) may pool departures per annotator
+    (:func:`coupled_departures`): two or more whose answers may be labels. Read from the
+    kinds alone, before any control is measured, so that the report and the live path
+    agree; where it is False the items carry no ``departing_lr`` (a list per answer that
+    nothing would read)."""
+    return sum(k in ("scalars", "pairwise") for k in kinds) >= 2
 
 
 def _plain(v: Any) -> Any:
@@ -267,7 +276,9 @@ def _majority(labels: list[Any]) -> tuple[Any, int] | None:
 
 
 def _read_labels(entry: "ControlReport", model: LabelModel, table: pd.DataFrame,
-                 items: Mapping[str, "ItemEntry"], names: Mapping[str, str]) -> None:
+                 items: Mapping[str, "ItemEntry"], names: Mapping[str, str], pooled: bool = True) -> None:
+    """Read every task of ``table`` against a label model; ``pooled``: whether the items
+    keep ``departing_lr`` (only a project with two or more controls of labels pools them)."""
     item = table["item"].to_numpy()
     who = table["annotator"].astype(str).to_numpy()
     vals = _labels(table["value"])
@@ -277,7 +288,7 @@ def _read_labels(entry: "ControlReport", model: LabelModel, table: pd.DataFrame,
     # the loop below reads Python numbers (a numpy scalar per access costs ten times more)
     p_flag, p_amb, cons_p, lr = r.p_flag.tolist(), r.p_ambiguous.tolist(), r.consensus_p.tolist(), r.log_lr_ambiguous.tolist()
     consensus, p_dep, who_l = r.consensus.tolist(), r.p_departs.tolist(), who.tolist()
-    coupled = _departing_lr(model, who, r.p_departs, r.p_departs_any)
+    coupled = _departing_lr(model, who, r.p_departs, r.p_departs_any) if pooled else None
     for t, key in enumerate(r.items):
         rec = items.get(str(key))
         if rec is None:
@@ -290,7 +301,7 @@ def _read_labels(entry: "ControlReport", model: LabelModel, table: pd.DataFrame,
         agreeing = [who_l[n] for n in answers if vals[n] == cons]
         rec.consensus_by = max(agreeing, key=lambda a: (best.get(a, 0.0), a)) if agreeing else None
         rec.departs = {who_l[n]: round(p_dep[n], 4) for n in answers if p_dep[n] >= _KEEP_DEPARTS}
-        rec.departing_lr = {who_l[n]: coupled[n] for n in answers}
+        rec.departing_lr = {who_l[n]: coupled[n] for n in answers} if coupled is not None else None
         # a reason never names an annotator who sided with the task's majority: where the
         # consensus overrules a majority (the model gives its answers little weight: a
         # spammer's or a random annotator's vote in it), the reason says so instead
@@ -374,7 +385,7 @@ def _read_distances(entry: "ControlReport", model: DistanceModel, table: pd.Data
 
 
 def read_review(entry: "ControlReport", table: pd.DataFrame, items: Mapping[str, "ItemEntry"],
-                names: Mapping[str, str] | None = None) -> None:
+                names: Mapping[str, str] | None = None, pooled: bool = True) -> None:
     """Read the tasks of ``table`` against the control's stored model (``entry.flags``),
     filling their ``items`` entries (consensus, departures, ambiguity, posterior, reason);
     nothing happens without a stored model.
@@ -388,12 +399,15 @@ def read_review(entry: "ControlReport", table: pd.DataFrame, items: Mapping[str,
     items : mapping task id -> ItemEntry
         Where the readings go (tasks without an entry are skipped).
     names : mapping annotator id -> display name, optional
+    pooled : bool
+        Whether the items keep ``departing_lr`` (:func:`pools_departures` of the report's
+        controls, as when the report was built).
     """
-    _read(entry, table, items, names)
+    _read(entry, table, items, names, pooled=pooled)
 
 
 def _read(entry: "ControlReport", table: pd.DataFrame, items: Mapping[str, "ItemEntry"],
-          names: Mapping[str, str] | None, pairs: TaskPairs | None = None) -> None:
+          names: Mapping[str, str] | None, pairs: TaskPairs | None = None, pooled: bool = True) -> None:
     """:func:`read_review`; ``pairs``: the answers' distances under the stored model's
     distance, when the fit has just computed them."""
     fit = entry.flags
@@ -401,12 +415,13 @@ def _read(entry: "ControlReport", table: pd.DataFrame, items: Mapping[str, "Item
         return
     names = names or {a: e.name for a, e in entry.annotators.items()}
     if fit.model == "labels":
-        _read_labels(entry, _label_model(fit), table, items, names)
+        _read_labels(entry, _label_model(fit), table, items, names, pooled)
     else:
         _read_distances(entry, _distance_model(fit), table, items, names, pairs)
 
 
-def fit_review(entry: "ControlReport", table: pd.DataFrame, names: Mapping[str, str] | None = None) -> None:
+def fit_review(entry: "ControlReport", table: pd.DataFrame, names: Mapping[str, str] | None = None,
+               pooled: bool = True) -> None:
     """Fit a measured control's annotator model, store it, read every task and give each
     annotator their reliability (``ControlAnnotator.reliability``, ``reliability_ci``,
     ``departs``).
@@ -418,6 +433,8 @@ def fit_review(entry: "ControlReport", table: pd.DataFrame, names: Mapping[str, 
     table : DataFrame (item, annotator, value)
         The answers the engine measured.
     names : mapping annotator id -> display name, optional
+    pooled : bool
+        Whether the items keep ``departing_lr`` (:func:`pools_departures`).
     """
     if not len(table) or entry.distance is None:
         return
@@ -444,7 +461,7 @@ def fit_review(entry: "ControlReport", table: pd.DataFrame, names: Mapping[str, 
             rec.reliability = finite_or_none(best)
             rec.reliability_ci = (finite_or_none(lo), finite_or_none(hi))
             rec.departs = bool(theta < CAREFUL)
-    _read(entry, table, entry.items, names, pairs)
+    _read(entry, table, entry.items, names, pairs, pooled)
 
 
 def _setting(settings: Mapping[str, Any] | None, key: str, default: float) -> float:

@@ -198,3 +198,24 @@ def test_a_careful_answer_on_another_control_lowers_a_departure() -> None:
     _, _, with_off = task_flag({"sentiment": label, "rating": off}, CONTROLS)
     assert alone == pytest.approx(0.7)
     assert with_agree < 0.5 < alone < with_off
+
+
+def test_items_keep_departing_ratios_only_where_a_project_can_pool_them() -> None:
+    """``departing_lr`` is a list per answer that only a task with two controls of labels
+    reads: a project with one such control carries none (on 100,000 demo tasks they were
+    about 80 MB of the report), one with two carries them on every label item."""
+    from ls_agreement.demo import data as demo_data
+    from ls_agreement.plugin.report.build import build_report
+    from ls_agreement.plugin.report.flags import pools_departures
+    from ls_agreement.plugin.settings import ReportSettings
+
+    assert not pools_departures(["scalars", "boxes", "spans"])
+    assert pools_departures(["scalars", "boxes", "pairwise"])
+    users = {a.email: 10 + k for k, a in enumerate(demo_data.ANNOTATORS)}
+    for controls, want in ((("sentiment", "summary"), False), (("sentiment", "rating"), True)):
+        sample = demo_data.generate(users, n_tasks=40, seed=2, controls=controls)
+        tasks = [{"id": i + 1, **t} for i, t in enumerate(sample.tasks)]
+        report = build_report(sample.config, tasks, ReportSettings(bootstrap=0))
+        items = report.controls["sentiment"].items.values()
+        assert all(e.p_flag is not None for e in items)
+        assert all(bool(e.departing_lr) is want for e in items), controls
