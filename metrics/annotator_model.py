@@ -46,8 +46,9 @@ import pandas as pd
 from .even_split import Layout, even_split, layout
 from .sound_share import CAREFUL, DEPARTS_AT, sound_profile
 
-#: How a careful answer's slips spread over the other classes (C's off-diagonal).
-Slips = Literal["patterned", "even"]
+#: How a careful answer's slips spread over the other classes (C's off-diagonal): as the
+#: data say, evenly, or (ordered grades) by how far they land, alike in every row.
+Slips = Literal["patterned", "even", "graded"]
 #: How an ambiguous task's careful annotators split: evenly or by coins in a share λ, or
 #: all by coins (λ = 0: one number less to pay for).
 Split = Literal["mixed", "coins"]
@@ -446,13 +447,43 @@ def _row_sums(pb: _Problem, post: np.ndarray) -> np.ndarray:
 
 def _confusion(to_class: np.ndarray, slips: Slips = "patterned") -> np.ndarray:
     """C from expected sound counts (K, K: true class × label) and its Dirichlet prior;
-    ``slips="even"``: each row's slips spread evenly over the other classes."""
+    ``slips="even"``: each row's slips spread evenly over the other classes;
+    ``slips="graded"``: over the other grades by their distance (:func:`_graded`)."""
     k = to_class.shape[0]
     conf = to_class + _CONFUSION_OFF + np.eye(k) * (_CONFUSION_DIAG - _CONFUSION_OFF)
     if slips == "even" and k > 1:
         off = (conf.sum(axis=1) - conf.diagonal()) / (k - 1)
         conf = np.where(np.eye(k, dtype=bool), conf, off[:, None])
+    elif slips == "graded" and k > 2:
+        conf = _graded(conf)
     return conf / conf.sum(axis=1, keepdims=True)
+
+
+def _graded(conf: np.ndarray, n_iter: int = 50) -> np.ndarray:
+    """Counts ``conf`` (K, K) with each row's slips re-spread over the other grades by
+    distance: row z keeps its slips' total s_z, and a slip lands on y with probability
+    ``w_|y−z| / W_z`` (``W_z`` the row's sum over y ≠ z), one weight per distance for every
+    row (K − 2 free numbers). The weights are the maximum-likelihood ones for the counts,
+    the fixed point ``w_d = N_d / Σ_z s_z c_zd / W_z`` (``N_d`` the slips d grades away,
+    ``c_zd`` the cells of row z at distance d)."""
+    k = conf.shape[0]
+    dist = np.abs(np.arange(k)[:, None] - np.arange(k)[None, :])
+    slip = dist > 0
+    row = np.where(slip, conf, 0.0).sum(axis=1)                          # s_z
+    n_d = np.bincount(dist[slip], weights=conf[slip], minlength=k)       # N_d, d = 0 … K − 1
+    cells = np.stack([np.bincount(dist[z][slip[z]], minlength=k) for z in range(k)])   # c_zd (K, K)
+    w = np.where(np.arange(k) > 0, 1.0, 0.0)
+    for _ in range(n_iter):
+        per_row = cells @ w                                              # W_z
+        denominator = (row / np.maximum(per_row, 1e-300)) @ cells        # Σ_z s_z c_zd / W_z
+        new = np.where(np.arange(k) > 0, n_d / np.maximum(denominator, 1e-300), 0.0)
+        new = new / new[1:].sum()
+        if np.abs(new - w).max() < 1e-12:
+            w = new
+            break
+        w = new
+    spread = w[dist] / np.maximum(cells @ w, 1e-300)[:, None]
+    return np.where(slip, row[:, None] * spread, conf)
 
 
 def _own_accuracy(counts: np.ndarray, conf: np.ndarray) -> np.ndarray:
@@ -662,7 +693,7 @@ def _read_ambiguity(p: _Params, logp: float, plain: _Problem, problem: _Problem,
 
 
 def fit_label_model(item: Sequence[Hashable], annotator: Sequence[Any], label: Sequence[Hashable], *,
-                    classes: Sequence[Hashable] | None = None, ambiguity: bool = True,
+                    classes: Sequence[Hashable] | None = None, ambiguity: bool = True, ordered: bool = False,
                     max_iter: int = _MAX_ITER, tol: float = _TOL) -> LabelModel:
     """Fit the model to one control's answers.
 
@@ -685,6 +716,9 @@ def fit_label_model(item: Sequence[Hashable], annotator: Sequence[Any], label: S
         Every label the control offers (default: the labels seen), shape (K,).
     ambiguity : bool
         Whether the model has ambiguous tasks (False: Dawid–Skene with a spammer component).
+    ordered : bool
+        Whether ``classes`` are grades in order (a rating): slips may then spread by how
+        far they land instead of evenly.
     max_iter, tol
         EM stops after ``max_iter`` iterations or when the log posterior changes by less
         than ``tol`` relative.
@@ -703,6 +737,11 @@ def fit_label_model(item: Sequence[Hashable], annotator: Sequence[Any], label: S
         raise ValueError("no answers to fit")
     cls = list(dict.fromkeys(classes)) if classes is not None else []
     cls += [v for v in dict.fromkeys(labels.tolist()) if v not in set(cls)]
+    if ordered:
+        try:
+            cls = sorted(cls)
+        except TypeError:
+            ordered = False       # grades that do not compare are not in order
     k = len(cls)
     if k < 2:
         raise ValueError("a categorical model needs at least two classes")
@@ -720,16 +759,20 @@ def fit_label_model(item: Sequence[Hashable], annotator: Sequence[Any], label: S
     plain = dataclasses.replace(problem, ambiguity=False)
     p, logp, n_iter = _em(_start(plain, 0.0, careful), plain, max_iter, tol, careful)
     # Slips spread as the data say, or evenly (one accuracy per class, as the one-coin
-    # models): the fewer numbers unless the pattern pays for its K(K − 2) more by BIC.
-    # Careful annotators' confusions of nominal classes are mostly even, and a pattern
-    # read off a few hundred answers then tips near-ties by noise; ratings' slips to the
-    # neighbouring grades pay for themselves many times over.
-    even = dataclasses.replace(plain, slips="even")
+    # models), or for ordered grades by how far they land: the fewer numbers unless the
+    # pattern pays for its K(K − 2) more (graded: (K − 1)(K − 2)) by BIC. Careful
+    # annotators' confusions of nominal classes are mostly even, and a pattern read off a
+    # few hundred answers then tips near-ties by noise; ratings' slips go to the
+    # neighbouring grades, which an even spread reads as landing anywhere (a rating a
+    # point off the others' then looks four times less careful than it is).
+    few: Slips = "graded" if ordered and k > 2 else "even"
+    price = (k - 1) * (k - 2) if few == "graded" else k * (k - 2)
+    even = dataclasses.replace(plain, slips=few)
     fit = _em(_start(even, 0.0, careful), even, max_iter, tol, careful)
     n_iter += fit[2]
-    if fit[1] >= logp - 0.5 * k * (k - 2) * math.log(max(len(labels), 2)):
+    if fit[1] >= logp - 0.5 * price * math.log(max(len(labels), 2)):
         p, logp = fit[0], fit[1]
-        plain, problem = even, dataclasses.replace(problem, slips="even")
+        plain, problem = even, dataclasses.replace(problem, slips=few)
     if problem.ambiguity:
         p, logp, problem, more = _read_ambiguity(p, logp, plain, problem, careful, max_iter, tol)
         n_iter += more

@@ -85,6 +85,14 @@ def _labels(values: pd.Series) -> list[Any]:
     return [_plain(v) for v in values.to_numpy(dtype=object).tolist()]
 
 
+def _graded(entry: "ControlReport", classes: list[Any]) -> bool:
+    """Whether a control's labels are grades in order (a rating, a number read on an
+    ordinal or interval scale): numbers, under a distance of such a level."""
+    level = get_distance(entry.distance).level if entry.distance else None
+    return level in ("ordinal", "interval", "ratio") and all(
+        isinstance(c, (int, float)) and not isinstance(c, bool) for c in classes)
+
+
 def _classes(entry: "ControlReport", values: list[Any]) -> list[Any]:
     seen = list(dict.fromkeys(_plain(v) for v in values))
     if entry.options and all(isinstance(v, str) for v in seen):
@@ -443,7 +451,9 @@ def fit_review(entry: "ControlReport", table: pd.DataFrame, names: Mapping[str, 
     pairs: TaskPairs | None = None
     if is_labels(entry, table):
         vals = _labels(table["value"])
-        model: LabelModel | DistanceModel = fit_label_model(item, who, vals, classes=_classes(entry, vals))
+        classes = _classes(entry, vals)
+        model: LabelModel | DistanceModel = fit_label_model(item, who, vals, classes=classes,
+                                                            ordered=_graded(entry, classes))
         entry.flags = _label_fit(model)
     else:
         # the distances of every within-task pair, computed once for the fit and the reading

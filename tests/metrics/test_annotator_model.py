@@ -325,3 +325,53 @@ def test_even_splits_are_told_from_slips(seed: int) -> None:
     flagged = p_amb >= 0.5
     assert np.mean(flagged[amb & both]) >= 0.85
     assert (flagged & amb).sum() / max(flagged.sum(), 1) >= 0.85
+
+
+def test_graded_slips_are_the_maximum_likelihood_spread_by_distance() -> None:
+    """The graded spread keeps each row's slips and spreads them by distance with one
+    weight per distance: its weights against a numerical maximum of the same likelihood
+    (scipy), on arbitrary counts."""
+    from scipy.optimize import minimize
+
+    from ls_agreement.metrics.annotator_model import _graded
+
+    rng = np.random.default_rng(4)
+    k = 5
+    counts = rng.gamma(2.0, 3.0, size=(k, k)) + np.eye(k) * 80
+    dist = np.abs(np.arange(k)[:, None] - np.arange(k)[None, :])
+    slip = dist > 0
+
+    def neg_log_lik(log_w: np.ndarray) -> float:
+        w = np.r_[0.0, np.exp(log_w)]
+        spread = w[dist] / (w[dist] * slip).sum(axis=1, keepdims=True)
+        return -float((counts[slip] * np.log(spread[slip])).sum())
+
+    best = minimize(neg_log_lik, np.zeros(k - 1), method="Nelder-Mead", options={"xatol": 1e-10, "fatol": 1e-12,
+                                                                                  "maxiter": 20000})
+    w = np.r_[0.0, np.exp(best.x - best.x.max())]
+    got = _graded(counts)
+    assert got.sum(axis=1) == pytest.approx(counts.sum(axis=1))              # each row's total kept
+    assert np.diag(got) == pytest.approx(np.diag(counts))                   # and its careful answers
+    want = w[dist] / (w[dist] * slip).sum(axis=1, keepdims=True) * np.where(slip, counts, 0).sum(axis=1)[:, None]
+    assert got[slip] == pytest.approx(want[slip], rel=1e-4)
+
+
+def test_ratings_slips_to_neighbours_are_read_as_such() -> None:
+    """Careful raters a point off one time in ten, on five grades: the fitted C of an
+    ordered control puts those slips beside the grade (an even spread puts a quarter of them
+    there and as much three grades away)."""
+    rng = np.random.default_rng(8)
+    rows = []
+    for t in range(400):
+        truth = int(rng.integers(1, 6))
+        for a in rng.choice(8, size=3, replace=False):
+            r = truth if rng.random() < 0.9 else truth + int(rng.choice((-1, 1)))
+            rows.append((t, f"a{a}", min(max(r, 1), 5)))
+    item, who, label = zip(*rows)
+    graded = fit_label_model(item, who, label, ordered=True)
+    assert graded.classes == (1, 2, 3, 4, 5)
+    c = graded.confusion
+    # middle grades: a slip lands beside it far more often than two or more grades away
+    for z in (1, 2, 3):
+        assert c[z, z - 1] > 5 * c[z, (z + 2) % 5] and c[z, z + 1] > 5 * c[z, (z + 3) % 5]
+    assert c[2, 1] == pytest.approx(0.05, abs=0.025) and c[2, 3] == pytest.approx(0.05, abs=0.025)
