@@ -767,12 +767,12 @@ def fit_label_model(item: Sequence[Hashable], annotator: Sequence[Any], label: S
     # point off the others' then looks four times less careful than it is).
     few: Slips = "graded" if ordered and k > 2 else "even"
     price = (k - 1) * (k - 2) if few == "graded" else k * (k - 2)
-    even = dataclasses.replace(plain, slips=few)
-    fit = _em(_start(even, 0.0, careful), even, max_iter, tol, careful)
+    fewer = dataclasses.replace(plain, slips=few)
+    fit = _em(_start(fewer, 0.0, careful), fewer, max_iter, tol, careful)
     n_iter += fit[2]
     if fit[1] >= logp - 0.5 * price * math.log(max(len(labels), 2)):
         p, logp = fit[0], fit[1]
-        plain, problem = even, dataclasses.replace(problem, slips=few)
+        plain, problem = fewer, dataclasses.replace(problem, slips=few)
     if problem.ambiguity:
         p, logp, problem, more = _read_ambiguity(p, logp, plain, problem, careful, max_iter, tol)
         n_iter += more

@@ -38,8 +38,8 @@ from ls_agreement.metrics.task_departures import fit_departing_shares
 if TYPE_CHECKING:
     from .model import AnnotatorFit, ControlReport, ItemEntry
 
-__all__ = ["fit_review", "read_review", "pools_departures", "task_flag", "fit_ambiguity", "fit_departing", "pooled_ratios", "task_ambiguity_lr", "is_labels",
-           "DEFAULT_POSTERIOR"]
+__all__ = ["fit_review", "read_review", "pools_departures", "task_flag", "fit_ambiguity", "fit_departing",
+           "pooled_ratios", "task_ambiguity_lr", "is_labels", "DEFAULT_POSTERIOR"]
 
 DEFAULT_POSTERIOR = 0.5     # flag a task from this posterior
 MAX_CLASSES = 30            # a control of labels has at most this many distinct answers
@@ -85,7 +85,7 @@ def _labels(values: pd.Series) -> list[Any]:
     return [_plain(v) for v in values.to_numpy(dtype=object).tolist()]
 
 
-def _graded(entry: "ControlReport", classes: list[Any]) -> bool:
+def _ordered(entry: "ControlReport", classes: list[Any]) -> bool:
     """Whether a control's labels are grades in order (a rating, a number read on an
     ordinal or interval scale): numbers, under a distance of such a level."""
     level = get_distance(entry.distance).level if entry.distance else None
@@ -453,7 +453,7 @@ def fit_review(entry: "ControlReport", table: pd.DataFrame, names: Mapping[str, 
         vals = _labels(table["value"])
         classes = _classes(entry, vals)
         model: LabelModel | DistanceModel = fit_label_model(item, who, vals, classes=classes,
-                                                            ordered=_graded(entry, classes))
+                                                            ordered=_ordered(entry, classes))
         entry.flags = _label_fit(model)
     else:
         # the distances of every within-task pair, computed once for the fit and the reading
