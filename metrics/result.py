@@ -21,6 +21,7 @@ returns a :class:`~.coefficient.Coefficient`: a float with the same ``estimate``
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 from typing import Any, BinaryIO, ClassVar
 
@@ -89,6 +90,8 @@ def json_text(obj: Any, indent: int | None = None) -> str:
 #: is 0.4 GB, and its bytes and str were the run's peak).
 WRITE_BLOCK = 20_000
 _ROW = 200   # values of an entry counted once for the entries of its type after it
+_SAMPLE = 8  # entries of a large container counted for all of them (_weight)
+_FIELDS: dict[type, tuple[str, ...] | None] = {}
 
 
 def write_json(obj: Any, out: BinaryIO, indent: int | None = None) -> None:
@@ -117,18 +120,34 @@ def _members(obj: Any, exclude: set[str] | None = None) -> tuple[bool, list[Any]
     return None
 
 
+def _field_names(kind: type) -> tuple[str, ...] | None:
+    """The field names of a dataclass type (None for any other type), looked up once per type."""
+    names = _FIELDS.get(kind, False)
+    if names is False:
+        names = tuple(f.name for f in dataclasses.fields(kind)) if dataclasses.is_dataclass(kind) else None
+        _FIELDS[kind] = names
+    return names
+
+
 def _weight(obj: Any, limit: int) -> int:
-    """The JSON values in ``obj``, counted up to about ``limit``."""
+    """The JSON values in ``obj``, counted up to about ``limit``; a container of more than
+    :data:`_SAMPLE` entries by its first few times its length (walking a large report's
+    containers value by value cost more than writing them, and where a block ends changes
+    no byte of the text)."""
     n, todo = 0, [obj]
     while todo and n < limit:
         o = todo.pop()
         n += 1
-        if dataclasses.is_dataclass(o) and not isinstance(o, type):
-            todo.extend(getattr(o, f.name) for f in dataclasses.fields(o))
-        elif isinstance(o, dict):
-            todo.extend(o.values())
-        elif isinstance(o, (list, tuple, set, frozenset)):
-            todo.extend(o)
+        names = _field_names(type(o))
+        if names is not None:
+            todo.extend(getattr(o, f) for f in names)
+        elif isinstance(o, (dict, list, tuple, set, frozenset)):
+            values = o.values() if isinstance(o, dict) else o
+            if len(o) > _SAMPLE:
+                first = list(itertools.islice(values, _SAMPLE))
+                n += -(-len(o) * sum(_weight(v, limit) for v in first) // _SAMPLE)
+            else:
+                todo.extend(values)
         elif isinstance(o, (np.ndarray, pd.DataFrame)):
             n += int(o.size)
     return n
