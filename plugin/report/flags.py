@@ -86,10 +86,11 @@ def _labels(values: pd.Series) -> list[Any]:
 
 
 def _ordered(entry: "ControlReport", classes: list[Any]) -> bool:
-    """Whether a control's labels are grades in order (a rating, a number read on an
-    ordinal or interval scale): numbers, under a distance of such a level."""
+    """Whether a control's labels are grades in order (a Rating, a number read on an
+    ordinal or interval scale): numbers, of a Rating or under a distance of such a level
+    (a Rating's grades stay in order where the nominal distance happens to win)."""
     level = get_distance(entry.distance).level if entry.distance else None
-    return level in ("ordinal", "interval", "ratio") and all(
+    return (entry.tag.lower() == "rating" or level in ("ordinal", "interval", "ratio")) and all(
         isinstance(c, (int, float)) and not isinstance(c, bool) for c in classes)
 
 

@@ -219,3 +219,16 @@ def test_items_keep_departing_ratios_only_where_a_project_can_pool_them() -> Non
         items = report.controls["sentiment"].items.values()
         assert all(e.p_flag is not None for e in items)
         assert all(bool(e.departing_lr) is want for e in items), controls
+
+
+def test_which_controls_are_read_as_grades_in_order() -> None:
+    """A Rating's grades are in order whatever distance won; numbers under an ordinal or
+    interval distance are; labels of a Choices, and words, are not."""
+    from ls_agreement.plugin.report.flags import _ordered
+
+    assert _ordered(ControlReport(tag="Rating", kind="scalars", distance="nominal"), [1, 2, 3, 4, 5])
+    assert _ordered(ControlReport(tag="Number", kind="scalars", distance="interval"), [0, 2.5, 10])
+    assert not _ordered(ControlReport(tag="Number", kind="scalars", distance="nominal"), [0, 2.5, 10])
+    assert not _ordered(ControlReport(tag="Choices", kind="scalars", distance="nominal"), ["a", "b", "c"])
+    assert not _ordered(ControlReport(tag="Choices", kind="scalars", distance="ordinal"), ["low", "mid", "high"])
+    assert not _ordered(ControlReport(tag="Rating", kind="scalars", distance="ordinal"), [True, False])
