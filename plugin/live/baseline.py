@@ -172,8 +172,8 @@ def score_tasks(base: ProjectBaseline, mirror: ProjectMirror, task_ids: Iterable
     tasks = [mirror.tasks[t].as_task() for t in ids if t in mirror.tasks]
     if not tasks:
         return out
-    # label items keep departing_lr as the report's did (the same rule, on the same controls)
-    pooled = pools_departures(c.kind for c in base.report.controls.values())
+    # label items keep departing_lr where the report's do
+    pooled = pools_departures(base.report.controls)
     sink: list[str] = []
     with collect_warnings(sink, "rescoring"):
         adapted = adapt(base.config, tasks, strict=False, include_predictions=base.settings.include_predictions)

@@ -39,7 +39,7 @@ from ls_agreement.metrics.result import finite_or_none
 from ..settings import ReportSettings
 from .model import (AnnotatorIntervals, Candidate, ControlAnnotator, ControlReport, ControlStatus, Diagnostic,
                     Histogram, Intervals, ItemEntry, Report)
-from .flags import fit_ambiguity, fit_departing, fit_review, pooled_ratios, pools_departures
+from .flags import drop_departing_ratios, fit_ambiguity, fit_departing, fit_review, may_pool_departures, pooled_ratios
 from .quality import reference_measures
 from .seed import seed_measures
 from .parallel import ChildFailed, cpu_count, map_forked, measure_controls, run_forked
@@ -151,7 +151,7 @@ def _measure(ctl: ControlData, table: pd.DataFrame, settings: ReportSettings, wa
 def control_report(ctl: ControlData, settings: ReportSettings, pooled: bool = True) -> ControlReport:
     """The report entry of one control (see ``build_report``); never raises ValueError:
     bad data becomes a warning and null numbers. ``pooled``: whether its label items keep
-    ``departing_lr`` (``flags.pools_departures`` of the project's controls)."""
+    ``departing_lr`` (``flags.may_pool_departures`` of the project's controls)."""
     entry = _empty_entry(ctl, settings)
     table = ctl.table
     if ctl.kind == "spans":
@@ -450,7 +450,7 @@ def build_report(config_xml: str, tasks: Iterable[dict], settings: ReportSetting
                 items.setdefault(str(a), set()).update(map(str, grp.tolist()))
     controls: dict[str, ControlReport] = {}
     # each adapted control is let go once measured: nothing after this needs them
-    pooled = pools_departures(c.kind for c in adapted.controls.values())
+    pooled = may_pool_departures(c.kind for c in adapted.controls.values())
     measured = measure_controls(adapted.controls, partial(_measured_control, settings=settings, pooled=pooled),
                                 workers, release=True)
     for name, entry in measured.items():
@@ -458,6 +458,7 @@ def build_report(config_xml: str, tasks: Iterable[dict], settings: ReportSetting
             entry.items = {k: v for k, v in entry.items.items() if k in keep}
         warnings.extend(f"{name}: {w}" for w in entry.warnings)
         controls[name] = entry
+    drop_departing_ratios(controls)   # where fewer than two label controls were measured after all
     report = Report(n_tasks=adapted.n_tasks, controls=controls, warnings=warnings, settings=settings.to_dict(),
                     pair_matrix=project_pair_matrix(controls))
     # project-level facts, derived once from the controls: flagged tasks, a task's weakest

@@ -38,7 +38,8 @@ from ls_agreement.metrics.task_departures import fit_departing_shares
 if TYPE_CHECKING:
     from .model import AnnotatorFit, ControlReport, ItemEntry
 
-__all__ = ["fit_review", "read_review", "pools_departures", "task_flag", "fit_ambiguity", "fit_departing",
+__all__ = ["fit_review", "read_review", "may_pool_departures", "pools_departures", "drop_departing_ratios",
+           "task_flag", "fit_ambiguity", "fit_departing",
            "pooled_ratios", "task_ambiguity_lr", "is_labels", "DEFAULT_POSTERIOR"]
 
 DEFAULT_POSTERIOR = 0.5     # flag a task from this posterior
@@ -65,13 +66,32 @@ def is_labels(entry: "ControlReport", table: pd.DataFrame) -> bool:
     return 2 <= n <= MAX_CLASSES
 
 
-def pools_departures(kinds: Iterable[str]) -> bool:
-    """Whether a project's controls (their kinds) may pool departures per annotator
-    (:func:`coupled_departures`): two or more whose answers may be labels. Read from the
-    kinds alone, before any control is measured, so that the report and the live path
-    agree; where it is False the items carry no ``departing_lr`` (a list per answer that
-    nothing would read)."""
+def may_pool_departures(kinds: Iterable[str]) -> bool:
+    """Whether a project's controls (their kinds, before any is measured) may pool
+    departures per annotator (:func:`coupled_departures`): two or more whose answers may
+    be labels. Where it is False no item is given ``departing_lr`` (a list per answer that
+    nothing would read); where it is True the measured report decides
+    (:func:`pools_departures`)."""
     return sum(k in ("scalars", "pairwise") for k in kinds) >= 2
+
+
+def pools_departures(controls: Mapping[str, "ControlReport"]) -> bool:
+    """Whether a measured report pools departures per annotator: two or more of its
+    measured controls are read by a label model. The report's items carry
+    ``departing_lr`` exactly then, and the live path reads a touched task alike."""
+    return sum(1 for c in controls.values()
+               if c.measured and c.flags is not None and c.flags.model == "labels") >= 2
+
+
+def drop_departing_ratios(controls: Mapping[str, "ControlReport"]) -> None:
+    """Take ``departing_lr`` off every item where the report does not pool them (the
+    controls' kinds allowed it, their measurement did not: an unmeasured control changes
+    nothing else in the report)."""
+    if pools_departures(controls):
+        return
+    for ctl in controls.values():
+        for rec in ctl.items.values():
+            rec.departing_lr = None
 
 
 def _plain(v: Any) -> Any:
@@ -410,7 +430,7 @@ def read_review(entry: "ControlReport", table: pd.DataFrame, items: Mapping[str,
     names : mapping annotator id -> display name, optional
     pooled : bool
         Whether the items keep ``departing_lr`` (:func:`pools_departures` of the report's
-        controls, as when the report was built).
+        controls, as the report's own items do).
     """
     _read(entry, table, items, names, pooled=pooled)
 
@@ -443,7 +463,7 @@ def fit_review(entry: "ControlReport", table: pd.DataFrame, names: Mapping[str, 
         The answers the engine measured.
     names : mapping annotator id -> display name, optional
     pooled : bool
-        Whether the items keep ``departing_lr`` (:func:`pools_departures`).
+        Whether the items keep ``departing_lr`` (:func:`may_pool_departures`).
     """
     if not len(table) or entry.distance is None:
         return

@@ -409,8 +409,8 @@ class ItemEntry:
     (``metrics/task_ambiguity.py``); on a control of labels, ``departing_lr``: per annotator,
     ``[log likelihood ratio that their answer departs, the share of a departure that would
     show, their prior share of departing answers]``, which the task's flag pools over its
-    controls of labels (``plugin/report/flags.py`` ``task_flag``); None where the project
-    has fewer than two controls whose answers may be labels (``flags.pools_departures``)."""
+    controls of labels (``plugin/report/flags.py`` ``task_flag``); None where fewer than two
+    measured controls are read by a label model (``flags.pools_departures``)."""
 
     sigma: float | None = None
     alpha: float | None = None

@@ -206,11 +206,11 @@ def test_items_keep_departing_ratios_only_where_a_project_can_pool_them() -> Non
     about 80 MB of the report), one with two carries them on every label item."""
     from ls_agreement.demo import data as demo_data
     from ls_agreement.plugin.report.build import build_report
-    from ls_agreement.plugin.report.flags import pools_departures
+    from ls_agreement.plugin.report.flags import may_pool_departures, pools_departures
     from ls_agreement.plugin.settings import ReportSettings
 
-    assert not pools_departures(["scalars", "boxes", "spans"])
-    assert pools_departures(["scalars", "boxes", "pairwise"])
+    assert not may_pool_departures(["scalars", "boxes", "spans"])
+    assert may_pool_departures(["scalars", "boxes", "pairwise"])
     users = {a.email: 10 + k for k, a in enumerate(demo_data.ANNOTATORS)}
     for controls, want in ((("sentiment", "summary"), False), (("sentiment", "rating"), True)):
         sample = demo_data.generate(users, n_tasks=40, seed=2, controls=controls)
@@ -219,6 +219,7 @@ def test_items_keep_departing_ratios_only_where_a_project_can_pool_them() -> Non
         items = report.controls["sentiment"].items.values()
         assert all(e.p_flag is not None for e in items)
         assert all(bool(e.departing_lr) is want for e in items), controls
+        assert pools_departures(report.controls) is want
 
 
 def test_which_controls_are_read_as_grades_in_order() -> None:
