@@ -237,9 +237,12 @@ def measure_controls(controls: MutableMapping[str, ControlData], measure: Callab
     # worker's own -- is copied into the worker
     gc.freeze()
     try:
-        # a finished worker's result is read off its pipe at once and unpickled only once the
-        # next workers run: a large control's entries take seconds to unpickle, during which
-        # a core would otherwise wait for its next control
+        # a finished worker's result is read off its pipe at once and kept pickled while
+        # every worker slot is busy: unpickled, a large control's entries take several times
+        # the room of their bytes (a 100,000-task span control's: 0.2 GB), and the process
+        # tree's peak is this process beside two full workers (issue 24). It is unpickled
+        # once a slot stays free (the controls left are fewer than the slots), which also
+        # keeps its seconds of unpickling off the cores the workers use
         received: list[tuple[str, bytes | None]] = []
         while order or running or received:
             while order and len(running) < workers:
@@ -248,13 +251,14 @@ def measure_controls(controls: MutableMapping[str, ControlData], measure: Callab
                 n = order.pop(0)
                 recv, proc = _start(lambda n=n: measure(controls[n]))
                 running[recv] = (n, proc)
-            for n, data in received:
-                ok, value = _decode(data)
-                if ok:
-                    done(n, value)
-                else:          # measured again below: its own error, with its traceback
-                    failed.append(n)
-            received = []
+            if len(running) < workers:
+                for n, data in received:
+                    ok, value = _decode(data)
+                    if ok:
+                        done(n, value)
+                    else:          # measured again below: its own error, with its traceback
+                        failed.append(n)
+                received = []
             for recv in (wait(list(running)) if running else []):
                 n, proc = running.pop(recv)          # type: ignore[call-overload]
                 received.append((n, _receive(recv, proc)))   # type: ignore[arg-type]

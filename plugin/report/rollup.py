@@ -56,11 +56,13 @@ def project_tasks(controls: Mapping[str, ControlReport], settings: Mapping[str, 
     return out
 
 
-def project_annotators(controls: Mapping[str, ControlReport], items: Mapping[str, set[str]],
+def project_annotators(controls: Mapping[str, ControlReport], n_items: Mapping[str, int],
                        names: Mapping[str, str]) -> dict[str, ProjectAnnotator]:
+    """Each annotator's entry over the controls; ``n_items``: the distinct tasks each
+    answered (``build.tasks_per_annotator``)."""
     out: dict[str, ProjectAnnotator] = {}
-    for a in sorted(items):
-        rec = ProjectAnnotator(name=names.get(a, a), n_items=len(items[a]))
+    for a in sorted(n_items):
+        rec = ProjectAnnotator(name=names.get(a, a), n_items=n_items[a])
         sw = aw = n_s = n_a = 0.0
         rw, lw, hw, n_r = 0.0, 0.0, 0.0, 0.0
         for cname, ctl in controls.items():

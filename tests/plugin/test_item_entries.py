@@ -12,7 +12,8 @@ import pytest
 
 from ls_agreement.demo import data as demo_data
 from ls_agreement.metrics.task_ambiguity import fit_task_ambiguity
-from ls_agreement.plugin.report.build import _annotators_by_item, build_report
+from ls_agreement.adapters.control import ControlData
+from ls_agreement.plugin.report.build import _annotators_by_item, build_report, tasks_per_annotator
 from ls_agreement.plugin.report.flags import fit_ambiguity, pooled_ratios
 from ls_agreement.plugin.report.rollup import project_tasks
 from ls_agreement.plugin.settings import ReportSettings
@@ -53,6 +54,24 @@ def test_equal_runs_share_one_list_and_each_name_one_string():
     assert got[1] is got[2]                  # the same annotators in the same order
     assert got[3] == ["b", "a"] and got[3] is not got[1]
     assert got[1][0] is got[3][1] is got[4][0]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_tasks_per_annotator_counts_each_task_once_over_all_controls(seed):
+    # one control with integer task ids, one with the same ids as strings (and some more):
+    # a task is the same task whichever way its id was written
+    first, second = _table(seed), _table(seed + 10)
+    second["item"] = second["item"].astype(str)
+    second.loc[second.index[:5], "item"] = "extra"
+    ctls = [ControlData(name=n, tag="Choices", object_name="t", kind="categorical", table=t, options=None,
+                        candidates=["nominal"], default_distance="nominal")
+            for n, t in (("a", first), ("b", second), ("empty", first.iloc[:0]))]
+    want: dict[str, set[str]] = {}
+    for t in (first, second):
+        for item, who in zip(t["item"], t["annotator"]):
+            want.setdefault(str(who), set()).add(str(item))
+    assert tasks_per_annotator(ctls) == {a: len(v) for a, v in want.items()}
+    assert tasks_per_annotator(ctls[2:]) == {}
 
 
 def test_shared_lists_survive_the_pipe_as_equal_values(report):
