@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from .mixture_share import fit_shares, state_posterior
+
 __all__ = ["fit_task_ambiguity", "task_ambiguity", "PRIOR"]
 
 PRIOR = (1.0, 9.0)    # Beta prior of ρ_T
-_MAX_ITER = 500
-_TOL = 1e-10
 
 
 def task_ambiguity(log_lr: np.ndarray, rho: float) -> np.ndarray:
@@ -28,13 +28,12 @@ def task_ambiguity(log_lr: np.ndarray, rho: float) -> np.ndarray:
     log_lr = np.asarray(log_lr, dtype=float)
     if rho <= 0:
         return np.zeros_like(log_lr)
-    logit = np.clip(log_lr + np.log(rho) - np.log1p(-rho), -700, 700)
-    return 1.0 / (1.0 + np.exp(-logit))
+    return state_posterior(log_lr, rho)
 
 
 def fit_task_ambiguity(log_lr: np.ndarray) -> float:
     """ρ_T, the (variational) posterior mean share of ambiguous tasks given each task's
-    summed log ratio.
+    summed log ratio (:func:`.mixture_share.fit_shares`, one group).
 
     Parameters
     ----------
@@ -51,12 +50,4 @@ def fit_task_ambiguity(log_lr: np.ndarray) -> float:
     x = x[np.isfinite(x)]
     if not x.size:
         return 0.0
-    a, b = PRIOR
-    rho = a / (a + b)
-    for _ in range(_MAX_ITER):
-        new = (float(task_ambiguity(x, rho).sum()) + a) / (x.size + a + b)
-        new = min(max(new, 0.0), 1.0 - 1e-9)
-        if abs(new - rho) < _TOL:
-            return new
-        rho = new
-    return rho
+    return float(fit_shares(x, np.zeros(x.size, dtype=np.int64), PRIOR, 0.0, 1.0 - 1e-9)[0])

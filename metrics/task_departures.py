@@ -19,24 +19,23 @@ from __future__ import annotations
 
 import numpy as np
 
+from .mixture_share import fit_shares, state_posterior
+
 __all__ = ["fit_departing_shares", "departs_posterior", "PRIOR"]
 
 PRIOR = (1.0, 1.0)    # Beta prior of δ_a
-_MAX_ITER = 500
-_TOL = 1e-10
 _EDGE = 1e-6          # δ stays in [_EDGE, 1 − _EDGE]: its log odds stay finite
 
 
 def departs_posterior(log_lr: np.ndarray, share: np.ndarray) -> np.ndarray:
     """P(departs | the task's answers) for each (annotator, task): ``log_lr`` the summed
     log ratio and ``share`` the annotator's δ, shape (M,) each."""
-    share = np.clip(np.asarray(share, dtype=float), _EDGE, 1.0 - _EDGE)
-    logit = np.clip(np.asarray(log_lr, dtype=float) + np.log(share) - np.log1p(-share), -700.0, 700.0)
-    return 1.0 / (1.0 + np.exp(-logit))
+    return state_posterior(log_lr, np.clip(np.asarray(share, dtype=float), _EDGE, 1.0 - _EDGE))
 
 
 def fit_departing_shares(log_lr: np.ndarray, annotator: np.ndarray) -> np.ndarray:
-    """δ of every annotator, all at once.
+    """δ of every annotator, all at once (:func:`.mixture_share.fit_shares`, one group per
+    annotator).
 
     Parameters
     ----------
@@ -62,15 +61,4 @@ def fit_departing_shares(log_lr: np.ndarray, annotator: np.ndarray) -> np.ndarra
     code = np.asarray(annotator, dtype=np.int64)
     if x.shape != code.shape:
         raise ValueError(f"log_lr {x.shape} and annotator {code.shape} differ in shape")
-    n_ann = int(code.max()) + 1 if code.size else 0
-    a, b = PRIOR
-    n = np.bincount(code, minlength=n_ann).astype(float)
-    share = np.full(n_ann, a / (a + b))
-    for _ in range(_MAX_ITER):
-        post = departs_posterior(x, share[code])
-        new = np.clip((np.bincount(code, weights=post, minlength=n_ann) + a) / (n + a + b), _EDGE, 1.0 - _EDGE)
-        done = np.abs(new - share).max(initial=0.0) < _TOL
-        share = new
-        if done:
-            break
-    return share
+    return fit_shares(x, code, PRIOR, _EDGE, 1.0 - _EDGE)
