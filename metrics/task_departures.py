@@ -57,8 +57,4 @@ def fit_departing_shares(log_lr: np.ndarray, annotator: np.ndarray) -> np.ndarra
     >>> round(float(fit_departing_shares(x, np.zeros(100, dtype=int))[0]), 2)
     0.82
     """
-    x = np.asarray(log_lr, dtype=float)
-    code = np.asarray(annotator, dtype=np.int64)
-    if x.shape != code.shape:
-        raise ValueError(f"log_lr {x.shape} and annotator {code.shape} differ in shape")
-    return fit_shares(x, code, PRIOR, _EDGE, 1.0 - _EDGE)
+    return fit_shares(log_lr, annotator, PRIOR, _EDGE, 1.0 - _EDGE)
