@@ -108,16 +108,20 @@ class _TreeMemory(threading.Thread):
     def __init__(self, pid: int, every: float = 0.2) -> None:
         super().__init__(daemon=True)
         self.pid, self.every, self.peak, self.most = pid, every, 0, 1
+        self.at, self.split = 0.0, [0]     # when the peak was seen, and each process's share of it
         self.done = threading.Event()
 
     def run(self) -> None:
+        t0 = time.perf_counter()
         while not self.done.wait(self.every):
             pids = _tree(self.pid)
-            self.peak = max(self.peak, sum(_pss(p) for p in pids))
+            each = [_pss(p) for p in pids]
+            if sum(each) > self.peak:
+                self.peak, self.at, self.split = sum(each), time.perf_counter() - t0, sorted(each, reverse=True)
             self.most = max(self.most, len(pids))
 
 
-def _run(args: list[str], env: dict[str, str] | None = None) -> dict[str, float]:
+def _run(args: list[str], env: dict[str, str] | None = None) -> dict[str, Any]:
     """Run a child process; its wall time, CPU seconds (its own and its waited-for
     children's), peak RSS of the largest single process (bytes) and peak PSS summed over
     the process tree (``tree``, sampled; the figure to hold against a memory target)."""
@@ -142,7 +146,9 @@ def _run(args: list[str], env: dict[str, str] | None = None) -> dict[str, float]
     peak = usage.ru_maxrss * 1024.0
     tree = max(float(sampler.peak), peak) if sampler else peak
     return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "peak": peak, "tree": tree,
-            "procs": float(sampler.most) if sampler else 1.0, "killed": float(code < 0)}
+            "procs": float(sampler.most) if sampler else 1.0, "killed": float(code < 0),
+            "tree_at": sampler.at if sampler else 0.0,
+            "tree_split": " + ".join(f"{b / 2 ** 30:.2f}" for b in sampler.split if b) if sampler else ""}
 
 
 def _export(directory: Path, n: int, seed: int) -> Path:
@@ -161,8 +167,11 @@ def _report_cmd(export: Path, config: Path, out: Path, workers: int | None = Non
             "--out", str(out)] + ([] if workers is None else ["--workers", str(workers)])
 
 
-def _fmt(r: dict[str, float]) -> str:
-    tree = f" (all {r['procs']:.0f} processes: {r['tree'] / 2 ** 30:5.2f} GB)" if r["procs"] > 1 else ""
+def _fmt(r: dict[str, Any]) -> str:
+    # where the tree's peak was: which processes held how much, and when (issue 24)
+    split = (f", at {r['tree_at']:.0f} s: {r['tree_split']}" if r.get("tree_split") and "+" in str(r["tree_split"])
+             else "")
+    tree = f" (all {r['procs']:.0f} processes: {r['tree'] / 2 ** 30:5.2f} GB{split})" if r["procs"] > 1 else ""
     return f"{r['wall']:7.1f} s wall {r['cpu']:7.1f} s CPU {r['peak'] / 2 ** 30:6.2f} GB{tree}"
 
 
@@ -356,7 +365,7 @@ def _state(export: Path, config: Path) -> None:
 
 
 def _report(args: argparse.Namespace, n: int, export: Path, config: Path,
-            last_ref: tuple[dict[str, float], int] | None) -> tuple[dict[str, float], int] | None:
+            last_ref: tuple[dict[str, Any], int] | None) -> tuple[dict[str, Any], int] | None:
     """``json.load`` and ``ls-agreement report`` of one export, side by side (and
     ``--one-process``, ``--compare``); the reference for the next size is returned."""
     size = export.stat().st_size
@@ -431,7 +440,7 @@ def main(argv: list[str] | None = None) -> None:
     config = args.dir / "demo.xml"
     config.write_text(config_xml(), encoding="utf-8")
     print(f"cores {os.cpu_count()}, load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}", flush=True)
-    last_ref: tuple[dict[str, float], int] | None = None
+    last_ref: tuple[dict[str, Any], int] | None = None
     for n in sizes:
         export = _export(args.dir, n, args.seed)
         size = export.stat().st_size
