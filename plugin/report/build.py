@@ -16,10 +16,12 @@ tasks over all controls.
 """
 from __future__ import annotations
 
+import tempfile
 import warnings as warnings_module
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
 from functools import partial
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, MutableMapping
 
 import numpy as np
 import pandas as pd
@@ -42,7 +44,7 @@ from .model import (AnnotatorIntervals, Candidate, ControlAnnotator, ControlRepo
 from .flags import drop_departing_ratios, fit_ambiguity, fit_departing, fit_review, may_pool_departures, pooled_ratios
 from .quality import reference_measures
 from .seed import seed_measures
-from .parallel import ChildFailed, cpu_count, map_forked, measure_controls, run_forked
+from .parallel import ChildFailed, SpilledControls, cpu_count, map_forked, measure_controls, run_forked
 from .pairs import label_section, pair_matrix_section, project_pair_matrix
 from .rollup import project_annotators, project_tasks
 
@@ -394,6 +396,52 @@ def _read_in_parts(config_xml: str, tasks: Iterable[dict], settings: ReportSetti
     return adapted
 
 
+@dataclass
+class _Project:
+    """What the report's process needs of the adapted export, made where it was read."""
+
+    n_tasks: int
+    controls: MutableMapping[str, ControlData]   # in memory, or parallel.SpilledControls
+    warnings: list[str]                           # the adapters', the reading's, the settings'
+    names: dict[str, str]                         # annotator id -> name
+    n_items: dict[str, int]                       # annotator id -> distinct tasks answered
+    pooled: bool                                  # flags.may_pool_departures of the controls' kinds
+
+
+def _project(adapted: Adapted, caught: list[str], settings: ReportSettings,
+             annotator_names: Mapping[str, str] | None, spill: str | None) -> _Project:
+    """The adapted export checked against the settings and summed up for the report;
+    with ``spill`` (a directory), its controls written there (:class:`.parallel.SpilledControls`;
+    kept in memory where the files cannot be written).
+
+    Raises
+    ------
+    AdapterError
+        A distance named for a control whose values it cannot compare."""
+    if annotator_names:
+        for ctl in adapted.controls.values():
+            seen = set(map(str, ctl.table["annotator"].unique())) if len(ctl.table) else set()
+            ctl.annotator_names.update({a: n for a, n in annotator_names.items() if a in seen and n})
+    _check_forced_distances(settings, adapted.controls)
+    unknown = sorted(set(settings.distances) - set(adapted.controls))
+    warnings = list(adapted.warnings) + caught
+    if unknown:
+        warnings.append(f"settings name distances for unknown control(s) {unknown}")
+    warnings.extend(_group_warnings(settings, adapted.controls))
+    names: dict[str, str] = {}
+    for ctl in adapted.controls.values():
+        names.update(ctl.annotator_names)
+    controls: MutableMapping[str, ControlData] = adapted.controls
+    if spill is not None:
+        try:
+            controls = SpilledControls(spill, adapted.controls)
+        except OSError:
+            pass        # a full disk: the same report, the controls held in memory as before
+    return _Project(n_tasks=adapted.n_tasks, controls=controls, warnings=warnings, names=names,
+                    n_items=tasks_per_annotator(adapted.controls.values()),
+                    pooled=may_pool_departures(c.kind for c in adapted.controls.values()))
+
+
 def build_report(config_xml: str, tasks: Iterable[dict], settings: ReportSettings | None = None,
                  *, only_items: Iterable | None = None, annotator_names: Mapping[str, str] | None = None,
                  workers: int = 1) -> Report:
@@ -436,44 +484,35 @@ def build_report(config_xml: str, tasks: Iterable[dict], settings: ReportSetting
     """
     settings = (settings or ReportSettings()).validate()
 
-    def read() -> tuple[Adapted, list[str]]:
-        caught: list[str] = []
-        with collect_warnings(caught, "reading the project"):
-            out = _read_in_parts(config_xml, tasks, settings, workers, caught)
-            if out is None:
-                out = adapt(config_xml, tasks, strict=settings.strict, include_predictions=settings.include_predictions)
-        return out, caught
+    # with worker processes, the export is read in one too, which hands over only what this
+    # process needs: the adapted controls stay in files, each read back by the worker that
+    # measures it (parallel.SpilledControls), and this process never holds the heap the
+    # reading left (parallel.run_forked)
+    with tempfile.TemporaryDirectory(prefix="ls-agreement-") if workers != 1 else nullcontext() as spill:
+        def read() -> _Project:
+            caught: list[str] = []
+            with collect_warnings(caught, "reading the project"):
+                out = _read_in_parts(config_xml, tasks, settings, workers, caught)
+                if out is None:
+                    out = adapt(config_xml, tasks, strict=settings.strict,
+                                include_predictions=settings.include_predictions)
+            return _project(out, caught, settings, annotator_names, spill)
 
-    # with worker processes, the export is read in one too: this process then holds the
-    # adapted controls packed, not the heap the reading left (parallel.run_forked)
-    adapted, caught_adapting = read() if workers == 1 else run_forked(read, errors=(BadInput,))
-    if annotator_names:
-        for ctl in adapted.controls.values():
-            seen = set(map(str, ctl.table["annotator"].unique())) if len(ctl.table) else set()
-            ctl.annotator_names.update({a: n for a, n in annotator_names.items() if a in seen and n})
-    _check_forced_distances(settings, adapted.controls)
-    unknown = sorted(set(settings.distances) - set(adapted.controls))
-    warnings = list(adapted.warnings) + caught_adapting
-    if unknown:
-        warnings.append(f"settings name distances for unknown control(s) {unknown}")
-    warnings.extend(_group_warnings(settings, adapted.controls))
+        project = read() if workers == 1 else run_forked(read, errors=(BadInput,))
+        # each adapted control is let go once measured: nothing after this needs them
+        measured = measure_controls(project.controls,
+                                    partial(_measured_control, settings=settings, pooled=project.pooled),
+                                    workers, release=True)
+    warnings = project.warnings
     keep = None if only_items is None else {_key(i) for i in only_items}
-    names: dict[str, str] = {}
-    for ctl in adapted.controls.values():
-        names.update(ctl.annotator_names)
-    n_items = tasks_per_annotator(adapted.controls.values())
     controls: dict[str, ControlReport] = {}
-    # each adapted control is let go once measured: nothing after this needs them
-    pooled = may_pool_departures(c.kind for c in adapted.controls.values())
-    measured = measure_controls(adapted.controls, partial(_measured_control, settings=settings, pooled=pooled),
-                                workers, release=True)
     for name, entry in measured.items():
         if keep is not None:
             entry.items = {k: v for k, v in entry.items.items() if k in keep}
         warnings.extend(f"{name}: {w}" for w in entry.warnings)
         controls[name] = entry
     drop_departing_ratios(controls)   # where fewer than two label controls were measured after all
-    report = Report(n_tasks=adapted.n_tasks, controls=controls, warnings=warnings, settings=settings.to_dict(),
+    report = Report(n_tasks=project.n_tasks, controls=controls, warnings=warnings, settings=settings.to_dict(),
                     pair_matrix=project_pair_matrix(controls))
     # project-level facts, derived once from the controls: flagged tasks, a task's weakest
     # σ and α, an annotator's pair-weighted means
@@ -481,7 +520,7 @@ def build_report(config_xml: str, tasks: Iterable[dict], settings: ReportSetting
     report.ambiguity = fit_ambiguity(ratios)    # tasks ambiguous over all their controls at once
     report.departing = fit_departing(controls)  # each annotator's share of departing tasks
     report.tasks = project_tasks(controls, report.settings, report.ambiguity, ratios, report.departing)
-    report.annotators = project_annotators(controls, n_items, names)
+    report.annotators = project_annotators(controls, project.n_items, project.names)
     return report
 
 

@@ -6,9 +6,10 @@ a task's weakest σ, an annotator's means), so :func:`measure_controls` runs ``m
 for every control in at most ``workers`` forked worker processes and hands the entries back
 in the controls' order. Why fork:
 
-- A forked worker already holds the adapted controls (copy-on-write), so nothing is pickled
-  on the way in: the worker touches only its control's compact table. What it copies is
-  bounded by that control's data, never the export.
+- A forked worker already holds what this process holds (copy-on-write). The adapted
+  controls themselves come from the reading child as files (:class:`SpilledControls`):
+  each worker reads back its own control alone, so neither it nor this process holds the
+  others'. What a worker holds is bounded by its control's data, never the export.
 - Only the control's :class:`~.model.ControlReport` travels back (pickled, through a pipe
   of its own).
 - No thread is ever started here (``multiprocessing.Process`` and pipes, not a pool whose
@@ -39,12 +40,12 @@ import os
 import pickle
 import threading
 from multiprocessing.connection import Connection, wait
-from typing import Any, Callable, MutableMapping, TypeVar
+from typing import Any, Callable, Iterator, Mapping, MutableMapping, TypeVar
 
 from ls_agreement.adapters.control import ControlData
 from ls_agreement.adapters.gc_pause import gc_paused
 
-__all__ = ["measure_controls", "default_workers", "run_forked", "map_forked", "cpu_count"]
+__all__ = ["measure_controls", "default_workers", "run_forked", "map_forked", "cpu_count", "SpilledControls"]
 
 R = TypeVar("R")
 
@@ -193,6 +194,67 @@ def map_forked(fns: list[Callable[[], R]]) -> list[R]:
     return out
 
 
+class SpilledControls(MutableMapping[str, ControlData]):
+    """Adapted controls kept in files, one per control, each read back by the process that
+    measures it (issue 24).
+
+    The export is read in a child (:func:`run_forked`); handing the adapted controls to
+    this process meant holding all of them here, beside the workers, for as long as any
+    control was still to start (0.23 GB of the tree's 2.05 GB peak at 100,000 tasks, and
+    about 4 s of unpickling before the first worker could start). Written by the reading
+    child, they travel as file names; a forked worker reads its own control alone. The
+    files belong to the caller's directory, which outlives them.
+
+    Parameters
+    ----------
+    directory : str
+        Where the files go.
+    controls : mapping name -> ControlData
+        The controls to write, in order (their order is the mapping's).
+
+    Raises
+    ------
+    OSError
+        A file could not be written (the caller then keeps the controls in memory).
+    """
+
+    def __init__(self, directory: str, controls: Mapping[str, ControlData]) -> None:
+        self._paths: dict[str, str] = {}
+        self.rows: dict[str, int] = {}      #: each control's table length (the work's proxy)
+        for k, (name, ctl) in enumerate(controls.items()):
+            path = os.path.join(directory, f"control-{k}.pickle")
+            with open(path, "wb") as fh:
+                pickle.dump(ctl, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            self._paths[name] = path
+            self.rows[name] = len(ctl.table)
+
+    def __getitem__(self, name: str) -> ControlData:
+        with open(self._paths[name], "rb") as fh, gc_paused():   # see _decode
+            return pickle.load(fh)
+
+    def __setitem__(self, name: str, ctl: ControlData) -> None:
+        raise TypeError("spilled controls are written once, by the reading process")
+
+    def __delitem__(self, name: str) -> None:
+        path = self._paths.pop(name)
+        self.rows.pop(name)
+        try:
+            os.remove(path)
+        except OSError:
+            pass        # the caller's directory goes anyway
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._paths)
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+
+def _rows(controls: Mapping[str, ControlData], name: str) -> int:
+    """A control's table length, without reading a spilled control back."""
+    return controls.rows[name] if isinstance(controls, SpilledControls) else len(controls[name].table)
+
+
 def measure_controls(controls: MutableMapping[str, ControlData], measure: Callable[[ControlData], R],
                      workers: int = 1, *, release: bool = False) -> dict[str, R]:
     """``{name: measure(ctl)}`` for every control, in the controls' order.
@@ -200,7 +262,8 @@ def measure_controls(controls: MutableMapping[str, ControlData], measure: Callab
     Parameters
     ----------
     controls : mapping name -> ControlData
-        The adapted controls.
+        The adapted controls (or :class:`SpilledControls`: each read back by the worker
+        that measures it).
     measure : callable ControlData -> R
         Deterministic given the control (and module-level state fixed before the call); its
         result must pickle.
@@ -228,7 +291,7 @@ def measure_controls(controls: MutableMapping[str, ControlData], measure: Callab
             done(n, measure(controls[n]))
         return out
     # longest first: the values a control holds are a fair proxy for its work
-    order = sorted(names, key=lambda n: -len(controls[n].table))
+    order = sorted(names, key=lambda n: -_rows(controls, n))
     failed: list[str] = []
     running: dict[Connection, tuple[str, multiprocessing.process.BaseProcess]] = {}
     # what this process holds goes to the collector's permanent generation while workers

@@ -224,3 +224,59 @@ def test_the_reading_child_reads_its_parts_in_children_of_its_own() -> None:
         assert reader != here and parts[0] == reader, (here, pids)
         assert len(set(parts)) == 3 and here not in parts, (here, pids)
     """)
+
+
+def test_spilled_controls_are_read_back_by_their_workers_alone(tmp_path) -> None:
+    _in_fresh_process(f"""
+        from ls_agreement.plugin.report.parallel import SpilledControls
+        cs = controls(4)
+        spilled = SpilledControls({str(tmp_path)!r}, cs)
+        assert list(spilled) == list(cs) and spilled.rows == {{n: len(c.table) for n, c in cs.items()}}
+        back = spilled["c2"]
+        assert back is not cs["c2"] and back.table.equals(cs["c2"].table) and back.name == "c2"
+        # this process never reads one back: each worker reads its own
+        here = os.getpid()
+        loads = []
+        class Counted(SpilledControls):
+            def __getitem__(self, name):
+                if os.getpid() == here:
+                    loads.append(name)
+                return super().__getitem__(name)
+        os.makedirs({str(tmp_path / "b")!r})
+        counted = Counted({str(tmp_path / "b")!r}, cs)
+        out = measure_controls(counted, lambda c: (c.name, len(c.table), os.getpid()), workers=2, release=True)
+        assert [(v[0], v[1]) for v in out.values()] == [(f"c{{k}}", k + 1) for k in range(4)]
+        assert here not in {{v[2] for v in out.values()}} and loads == []
+        assert len(counted) == 0 and os.listdir({str(tmp_path / "b")!r}) == []   # released: files gone
+    """)
+
+
+def test_a_spilled_report_is_the_same_and_leaves_no_files(tmp_path) -> None:
+    _in_fresh_process(f"""
+        import tempfile
+        from ls_agreement.demo.data import ANNOTATORS, DEMO_CONFIG, generate
+        from ls_agreement.plugin.report import build
+        from ls_agreement.plugin.report.parallel import SpilledControls
+        from ls_agreement.plugin.settings import ReportSettings
+        users = {{a.email: 10 + k for k, a in enumerate(ANNOTATORS)}}
+        tasks = [{{**t, "id": k}} for k, t in enumerate(generate(users, n_tasks=40, seed=3).tasks, start=1)]
+        settings = ReportSettings(bootstrap=40, seed=2)
+        one = build.build_report(DEMO_CONFIG, tasks, settings)
+        tempfile.tempdir = {str(tmp_path)!r}
+        made = []
+        real = build._project
+        def spying(adapted, caught, settings, names, spill):
+            got = real(adapted, caught, settings, names, spill)
+            made.append((spill, type(got.controls).__name__))
+            return got
+        build._project = spying
+        many = build.build_report(DEMO_CONFIG, tasks, settings, workers=2)
+        assert many.to_json(indent=1) == one.to_json(indent=1)
+        # written by the reading child (its _project is not seen here), gone afterwards
+        assert made == [] and os.listdir({str(tmp_path)!r}) == []
+        # where the files cannot be written, the controls stay in memory: the same report
+        build._project = real
+        adapted = build.adapt(DEMO_CONFIG, tasks)
+        kept = build._project(adapted, [], settings.validate(), None, {str(tmp_path / "missing")!r})
+        assert not isinstance(kept.controls, SpilledControls) and list(kept.controls) == list(adapted.controls)
+    """)
