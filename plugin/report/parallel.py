@@ -221,12 +221,13 @@ class SpilledControls(MutableMapping[str, ControlData]):
     def __init__(self, directory: str, controls: Mapping[str, ControlData]) -> None:
         self._paths: dict[str, str] = {}
         self.rows: dict[str, int] = {}      #: each control's table length (the work's proxy)
-        for k, (name, ctl) in enumerate(controls.items()):
-            path = os.path.join(directory, f"control-{k}.pickle")
-            with open(path, "wb") as fh:
-                pickle.dump(ctl, fh, protocol=pickle.HIGHEST_PROTOCOL)
-            self._paths[name] = path
-            self.rows[name] = len(ctl.table)
+        with gc_paused():    # pickling makes a state tuple per object and no cycles (see _child)
+            for k, (name, ctl) in enumerate(controls.items()):
+                path = os.path.join(directory, f"control-{k}.pickle")
+                with open(path, "wb") as fh:
+                    pickle.dump(ctl, fh, protocol=pickle.HIGHEST_PROTOCOL)
+                self._paths[name] = path
+                self.rows[name] = len(ctl.table)
 
     def __getitem__(self, name: str) -> ControlData:
         with open(self._paths[name], "rb") as fh, gc_paused():   # see _decode
