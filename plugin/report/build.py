@@ -467,7 +467,8 @@ def build_report(config_xml: str, tasks: Iterable[dict], settings: ReportSetting
     workers : int
         Measure the controls in up to this many worker processes (:mod:`.parallel`; the
         numbers are the same as with 1, the default: every control in this process); 0:
-        one per control, up to the CPUs.
+        one per control, up to the CPUs. With workers, the adapted controls pass to them as
+        temporary files (removed before this returns).
 
     Returns
     -------
