@@ -148,7 +148,8 @@ def _run(args: list[str], env: dict[str, str] | None = None) -> dict[str, Any]:
     return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "peak": peak, "tree": tree,
             "procs": float(sampler.most) if sampler else 1.0, "killed": float(code < 0),
             "tree_at": sampler.at if sampler else 0.0,
-            "tree_split": " + ".join(f"{b / 2 ** 30:.2f}" for b in sampler.split if b) if sampler else ""}
+            "tree_split": (" + ".join(f"{b / 2 ** 30:.2f}" for b in sampler.split)
+                           if sampler and len(sampler.split) > 1 else "")}
 
 
 def _export(directory: Path, n: int, seed: int) -> Path:
@@ -169,8 +170,7 @@ def _report_cmd(export: Path, config: Path, out: Path, workers: int | None = Non
 
 def _fmt(r: dict[str, Any]) -> str:
     # where the tree's peak was: which processes held how much, and when (issue 24)
-    split = (f", at {r['tree_at']:.0f} s: {r['tree_split']}" if r.get("tree_split") and "+" in str(r["tree_split"])
-             else "")
+    split = f", at {r['tree_at']:.0f} s: {r['tree_split']}" if r.get("tree_split") else ""
     tree = f" (all {r['procs']:.0f} processes: {r['tree'] / 2 ** 30:5.2f} GB{split})" if r["procs"] > 1 else ""
     return f"{r['wall']:7.1f} s wall {r['cpu']:7.1f} s CPU {r['peak'] / 2 ** 30:6.2f} GB{tree}"
 

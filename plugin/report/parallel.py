@@ -297,8 +297,8 @@ def measure_controls(controls: MutableMapping[str, ControlData], measure: Callab
     running: dict[Connection, tuple[str, multiprocessing.process.BaseProcess]] = {}
     # what this process holds goes to the collector's permanent generation while workers
     # run: a worker's collections would otherwise write to the header of every object
-    # they walk, and each page so written -- all of the adapted controls, not only the
-    # worker's own -- is copied into the worker
+    # they walk, and each page so written -- everything held here (the adapted controls,
+    # where they are not spilled to files), not only the worker's own -- is copied into it
     gc.freeze()
     try:
         # a finished worker's result is read off its pipe at once and kept pickled while
