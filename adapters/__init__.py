@@ -9,7 +9,8 @@ from .adapt import Adapted, adapt
 from .config import ControlSpec, LabelingConfig, parse_config
 from .control import ControlData
 from .errors import AdapterError
-from .tasks import load_export, parse_export
+from .export_shape import parse_export
+from .export_stream import load_export
 
 __all__ = [
     "adapt", "Adapted", "parse_config", "LabelingConfig", "ControlSpec", "ControlData",

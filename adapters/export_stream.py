@@ -7,7 +7,7 @@ in chunks and each task is parsed on its own by the standard library's C decoder
 so memory holds one chunk and one task. Measured on a 990 MB demo export this was as fast
 as ``json.load`` and faster than ijson's C backend (``benchmarks/bench_memory.py``).
 
-The accepted shapes and the error messages are those of :func:`.tasks.load_export`: a
+The accepted shapes and the error messages are those of :mod:`.export_shape`: a
 top-level list of tasks, or an object whose ``tasks`` list is streamed the same way (any
 other object is read whole: it is one task, or not an export); UTF-8/16/32 with or without
 a byte-order mark; malformed JSON named by line and column of the file.
@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any, BinaryIO, Iterator
 
 from .errors import AdapterError, PartsDiffer
+from .export_shape import USE_JSON, parse_export, refuse_json_min
 
-__all__ = ["iter_export", "CHUNK_CHARS", "ExportFile", "ExportPart", "split_export", "iter_part"]
+__all__ = ["iter_export", "load_export", "CHUNK_CHARS", "ExportFile", "ExportPart", "split_export", "iter_part"]
 
 #: Characters decoded per read; a task longer than this grows the buffer until it fits.
 CHUNK_CHARS = 1 << 20
@@ -32,7 +33,6 @@ _WS = re.compile(r"[ \t\n\r]*")
 # literal such as -Infinity is at most 9 characters, an escape 6); further back it is real.
 _TAIL = 16
 _DECODER = json.JSONDecoder()
-_USE_JSON = "use Label Studio's JSON export (Export -> JSON) or a snapshot export"
 
 
 class _Source:
@@ -158,19 +158,11 @@ def _array(src: _Source) -> Iterator[Any]:
         raise src.error("Expecting ',' delimiter", src.pos)
 
 
-def _check_first(task: Any, name: str) -> None:
-    """A JSON_MIN export is a list of flat rows without ``annotations``/``data``."""
-    if isinstance(task, dict) and "annotations" not in task and "data" not in task and (
-            "annotator" in task or "annotation_id" in task):
-        raise AdapterError(f"{name} looks like a JSON_MIN export (one flat row per annotation), "
-                           f"which lacks annotation ids and results: {_USE_JSON}")
-
-
 def _tasks_of_array(src: _Source) -> Iterator[Any]:
     first = True
     for task in _array(src):
         if first and isinstance(task, dict):
-            _check_first(task, src.name)
+            refuse_json_min(task, src.name)
             first = False
         yield task
 
@@ -236,7 +228,7 @@ def iter_export(path: str | Path) -> Iterator[Any]:
         first_line = head.split("\n", 1)[0]
         csv_like = head[:1] not in ("[", "{", "") and ("," in first_line or "\t" in first_line)
         if p.suffix.lower() in (".csv", ".tsv") or csv_like:
-            raise AdapterError(f"{p.name} looks like a CSV/TSV export, which is not supported: {_USE_JSON}")
+            raise AdapterError(f"{p.name} looks like a CSV/TSV export, which is not supported: {USE_JSON}")
         c = src.skip_ws()
         if c == "[":
             yield from _tasks_of_array(src)
@@ -248,18 +240,35 @@ def iter_export(path: str | Path) -> Iterator[Any]:
                 yield task
             if not streamed and not ("tasks" in top and top["tasks"] == []):
                 _ = _end(src)
-                from .tasks import parse_export   # the checks of a whole object (one task, or not an export)
-                yield from parse_export(top, source=p.name)
+                yield from parse_export(top, source=p.name)   # one task, or not an export
                 return
         elif c == "":
             raise src.error("Expecting value", src.pos)
         else:
             top_value = src.value()
             _end(src)
-            from .tasks import parse_export
             yield from parse_export(top_value, source=p.name)
             return
         _end(src)
+
+
+def load_export(path: str | Path) -> list[dict]:
+    """Read an export file and return its list of task dicts.
+
+    For a large export, iterate :func:`iter_export` instead: it yields one task at a time
+    and never holds the whole document (the ``report`` command does).
+
+    Parameters
+    ----------
+    path : str or Path
+        A JSON export / snapshot export file.
+
+    Raises
+    ------
+    AdapterError
+        As :func:`iter_export`.
+    """
+    return list(iter_export(path))
 
 
 def _end(src: _Source) -> None:
@@ -436,7 +445,7 @@ def iter_part(part: ExportPart) -> Iterator[Any]:
                     return
                 task = src.value()
                 if first:     # a JSON_MIN export shows in the list's first task (_tasks_of_array)
-                    _check_first(task, src.name)
+                    refuse_json_min(task, src.name)
                     first = False
                 yield task
                 c = src.skip_ws()

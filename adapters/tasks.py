@@ -1,13 +1,7 @@
-"""Label Studio exports -> task dicts, and which annotations of a task count.
+"""Which annotations of a Label Studio task count, and who made them.
 
-Accepted shapes (docs/label-studio.md §2): the JSON export and snapshot exports
-(a list of task objects with ``annotations``), task dicts from the API (same shape), or a
-``{"tasks": [...]}`` wrapper. JSON_MIN and CSV exports flatten away annotation ids and
-annotators' identities, so they are refused with a message asking for the JSON export.
-
-Files are read as UTF-8, UTF-16 or UTF-32 (RFC 8259), a byte-order mark dropped; the CSV
-sniffing looks at the decoded text, so neither a BOM nor UTF-16 makes JSON look like CSV.
-A number too long for Python to read (> 4,300 digits) is named with its line and column.
+Export files are read by :mod:`.export_stream` (shapes and their checks:
+:mod:`.export_shape`).
 
 Ids: task and annotation ids are ints (64-bit, as Label Studio's keys) or non-empty
 strings; an annotation id seen twice on a task, a ``was_cancelled`` that is not a boolean
@@ -22,20 +16,14 @@ as annotator ``model:<model_version>``; ``ground_truth`` annotations are marked.
 """
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any, Iterable
 
 from .errors import AdapterError, Problems, show
-from .export_stream import iter_export
 
-__all__ = ["Annotation", "load_export", "iter_export", "decode_export", "parse_export", "annotator_of",
-           "select_annotations"]
-
-_USE_JSON = "use Label Studio's JSON export (Export -> JSON) or a snapshot export"
+__all__ = ["Annotation", "annotator_of", "select_annotations"]
 
 
 @dataclass(slots=True)
@@ -48,67 +36,6 @@ class Annotation:
     ground_truth: bool
     display: str | None = None
     prediction: bool = False
-
-
-def load_export(path: str | Path) -> list[dict]:
-    """Read an export file and return its list of task dicts.
-
-    For a large export, iterate :func:`iter_export` instead: it yields one task at a time
-    and never holds the whole document (the ``report`` command does).
-
-    Parameters
-    ----------
-    path : str or Path
-        A JSON export / snapshot export file.
-
-    Raises
-    ------
-    AdapterError
-        Unreadable file, malformed JSON (with line and column), a CSV / JSON_MIN export,
-        or a top level that is not a list of task objects.
-    """
-    return list(iter_export(path))
-
-
-def decode_export(raw: bytes, name: str = "export") -> str:
-    """The text of an export file: UTF-8, UTF-16 or UTF-32 (as JSON allows, RFC 8259 §8.1),
-    with or without a byte-order mark, which is dropped."""
-    enc = json.detect_encoding(raw)
-    try:
-        text = raw.decode(enc)
-    except UnicodeDecodeError as exc:
-        label = "UTF-8" if enc == "utf-8" else enc.upper()
-        raise AdapterError(f"{name} is not {label} text: {exc.reason} at byte {exc.start} "
-                           f"(re-save the export as UTF-8)") from None
-    return text[1:] if text[:1] == "\ufeff" else text
-
-
-def parse_export(data: Any, *, source: str = "export") -> list[dict]:
-    """Check the top-level shape of decoded export data and return the task list.
-
-    Parameters
-    ----------
-    data : Any
-        ``json.load`` of an export, or task dicts from the API.
-    source : str
-        Name used in error messages.
-    """
-    if isinstance(data, dict):
-        if isinstance(data.get("tasks"), list):
-            data = data["tasks"]
-        elif "annotations" in data and "id" in data:
-            data = [data]
-        else:
-            raise AdapterError(f"{source}: expected a list of tasks, got an object with keys "
-                               f"{sorted(map(str, data))[:8]}; {_USE_JSON}")
-    if not isinstance(data, list):
-        raise AdapterError(f"{source}: expected a list of tasks, got {type(data).__name__}")
-    first = next((t for t in data if isinstance(t, dict)), None)
-    if first is not None and "annotations" not in first and "data" not in first and (
-            "annotator" in first or "annotation_id" in first):
-        raise AdapterError(f"{source} looks like a JSON_MIN export (one flat row per annotation), "
-                           f"which lacks annotation ids and results: {_USE_JSON}")
-    return data
 
 
 def annotator_of(completed_by: Any) -> tuple[str, str | None]:

@@ -41,7 +41,7 @@ from .distances.base import Distance, check_distances
 from .distances.scalars import ScalarDistance
 from .bootstrap_cutoffs import Cutoffs
 from .cells import ObservedCells, pairs_as_cells
-from .expected import Expected
+from .chance_distances import Expected
 from .stratified_chance import StrataChance, subsample_by_stratum
 from .table import CodedTable, all_between_pairs, sample_between_pairs
 

@@ -16,7 +16,8 @@ import numpy as np
 
 from .cells import ObservedCells, observed_cells
 from .distances.base import Distance
-from .expected import Expected, expected_distances
+from .chance_distances import Expected
+from .expected import expected_distances
 from .table import CodedTable
 
 __all__ = ["AlphaCore", "alpha_core"]

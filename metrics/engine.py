@@ -21,7 +21,7 @@ from .distances.base import Distance
 from .diagnostics import Diagnostic, expected_modes
 from .distances.registry import DistanceLike, get_distance
 from .distributional import ExpectedDistribution, ks_score, ks_statistic, sigma_score, sigma_threshold
-from .expected import Expected
+from .chance_distances import Expected
 from .groups import per_annotator_sides_table, per_annotator_table, per_item_table
 from .result import Result, strict_json
 from .table import CodedTable, code_table, tabular

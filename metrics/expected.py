@@ -5,14 +5,13 @@ Alpha-Reliability", the coincidence-matrix form of D̂e.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from .cells import ObservedCells
 from .distances.base import Distance, check_distances, compute_distinct, value_keys
 from .distances.scalars import ScalarDistance
-from .stratified_chance import Strata, stratified_expected
+from .chance_distances import Expected
+from .stratified_chance import stratified_expected
 from .table import CodedTable, all_between_pairs, between_pair_count, sample_between_pairs
 from .errors import BadInput
 
@@ -26,49 +25,6 @@ MAX_EXACT_DOMAIN = 2000
 MAX_RATIO_DOMAIN = 20000
 # expected_pairs="all" refuses beyond this many between-item pairs (memory ~ 40 bytes each)
 MAX_ALL_PAIRS = 20_000_000
-
-
-@dataclass
-class Expected:
-    """Chance distances of one table.
-
-    Attributes
-    ----------
-    distances : ndarray, shape (k,) — between-item distances (distinct values when exact)
-    weights : ndarray or None, shape (k,) — pair counts when tabulated exactly
-    i, j : ndarray or None, shape (k,) — value rows of sampled pairs (None when tabulated)
-    total_sum : float — Σ D over all unordered pairs of pairable values (within + between)
-    n_between : int — number of between-item unordered pairs in the data
-    between_mean : float — mean D over between-item pairs
-    exact_mean : bool — total_sum/between_mean exact (not estimated from a sample)
-    exact_distribution : bool — distances/weights are the full distribution
-    n_pairs : int — pairs behind ``distances`` (sum of weights, or sample size)
-    pooled : tuple of ndarray, shape (u,) each — the distribution as distinct distances
-        and their pair counts (what KS and σ read; a crowd project's large sample of
-        chance pairs holds few distinct distances)
-    chance_prepared : ``dist.prepare`` of the values chance pairs compare, when they are
-        not the values themselves (items offering their own answers: ``ct.options``)
-    strata : the chance pairs' strata (:class:`~.stratified_chance.Strata`) when items
-        offering their own answers fall in several; ``weights`` then mix the strata
-    """
-
-    distances: np.ndarray
-    weights: np.ndarray | None
-    i: np.ndarray | None
-    j: np.ndarray | None
-    total_sum: float
-    n_between: int
-    between_mean: float
-    exact_mean: bool
-    exact_distribution: bool
-    n_pairs: int
-    pooled: tuple[np.ndarray, np.ndarray] | None = None
-    chance_prepared: object = None
-    strata: "Strata | None" = None
-
-    def distribution(self) -> tuple[np.ndarray, np.ndarray | None]:
-        """``(distances, weights)`` of the chance distribution, pooled when that is smaller."""
-        return self.pooled if self.pooled is not None else (self.distances, self.weights)
 
 
 def _target_size(n_observed: int, expected_pairs: int | str | None) -> int | None:

@@ -21,35 +21,16 @@ mixture exactly as above.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 from scipy import sparse
 
 from .cells import ObservedCells
+from .chance_distances import Expected, Strata
 from .distances.base import Distance, check_distances, compute_distinct
 from .table import CodedTable
 from .errors import BadInput
 
-__all__ = ["Strata", "stratified_expected", "StrataChance"]
-
-
-@dataclass
-class Strata:
-    """Where the chance pairs of a stratified baseline come from.
-
-    Attributes
-    ----------
-    item_stratum : ndarray of int64, shape (n_items,)
-    pair_stratum : ndarray of int64, shape (k,) — stratum of each chance pair
-    n_strata : int
-    unpaired : int — strata (of at least one item) without any chance pair
-    """
-
-    item_stratum: np.ndarray
-    pair_stratum: np.ndarray
-    n_strata: int
-    unpaired: int
+__all__ = ["stratified_expected", "StrataChance"]
 
 
 def _rows_by_stratum(ct: CodedTable, row_stratum: np.ndarray, n_strata: int) -> tuple[np.ndarray, np.ndarray]:
@@ -111,8 +92,6 @@ def stratified_expected(ct: CodedTable, dist: Distance, prepared: object, keys: 
         No stratum holds two items (no chance pair at all), or ``target`` None and more
         than ``max_all`` pairs.
     """
-    from .expected import Expected
-
     opts = ct.options
     n_strata = opts.n_strata
     row_stratum = opts.item_stratum[ct.item]

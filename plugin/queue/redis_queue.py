@@ -29,6 +29,7 @@ from typing import Any, Callable, Mapping
 from urllib.parse import urlsplit
 
 from rq.job import Job as RQJob
+from rq.utils import import_attribute
 
 from ..errors import BadInput, QueueUnavailable
 from ..job_backend import DONE, FAILED, PENDING, RUNNING, Job, StoredEvent
@@ -119,8 +120,9 @@ class OurJob(RQJob):
     def func(self) -> Callable[..., Any]:
         if self.func_name != RUN_JOB or self.instance is not None:
             raise RefusedJob(f"RQ job {self.id} names {self.func_name!r}, not {RUN_JOB}: not run")
-        from .rq_worker import run_job
-        return run_job
+        # resolved by name, as RQ resolves any job's function: the worker module imports
+        # this one, not the other way round
+        return import_attribute(RUN_JOB)
 
     @property
     def failure_callback(self) -> Callable[..., Any] | None:

@@ -23,7 +23,7 @@ import pytest
 from ls_agreement.adapters.adapt import adapt
 from ls_agreement.adapters.config import parse_config
 from ls_agreement.adapters.errors import AdapterError
-from ls_agreement.adapters.tasks import load_export
+from ls_agreement.adapters.export_stream import load_export
 from ls_agreement.plugin.cli import main
 
 from .conftest import BROKEN, DATA

@@ -15,8 +15,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from ls_agreement.adapters import export_stream
 from ls_agreement.adapters.errors import AdapterError
-from ls_agreement.adapters.export_stream import iter_export
-from ls_agreement.adapters.tasks import load_export
+from ls_agreement.adapters.export_stream import iter_export, load_export
 
 _scalars = st.one_of(st.none(), st.booleans(), st.integers(-10 ** 30, 10 ** 30),
                      st.floats(allow_nan=False, allow_infinity=False),

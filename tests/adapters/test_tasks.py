@@ -6,7 +6,8 @@ import pytest
 
 from ls_agreement.adapters.adapt import adapt
 from ls_agreement.adapters.errors import AdapterError
-from ls_agreement.adapters.tasks import annotator_of, load_export, parse_export
+from ls_agreement.adapters import load_export, parse_export
+from ls_agreement.adapters.tasks import annotator_of
 
 from .conftest import EXPORTS, load
 
