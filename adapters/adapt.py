@@ -24,6 +24,7 @@ refused in both modes.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any, Iterable, Sequence
@@ -51,7 +52,17 @@ FAMILIES = {"regions": regions, "spans": spans, "text": text, "choices": choices
             "per_region": per_region, "relations": relations,
             "tracks": tracks, "masks": masks, "shapes": shapes}
 _KNOWN_TYPES = set().union(*(m.TYPES for m in FAMILIES.values()))
-_EMPTY: list = []   # marker: an annotation without results for a multi-object/set control
+
+
+class _Empty(list):
+    """Marker: an annotation without results for a multi-object/set control (no parsed
+    results to build). Compared by identity, so it unpickles as itself (see ``MISSING``)."""
+
+    def __reduce__(self) -> str:
+        return "_EMPTY"
+
+
+_EMPTY = _Empty()
 # Kinds whose answers repeat across tasks and annotators (a label, a ranking, a text, the
 # same spans): stored once per distinct answer. Geometry (boxes, polygons, tracks) rarely
 # repeats exactly, and hashing it would cost more than it saves.
@@ -152,6 +163,10 @@ class PartRead:
     #: a problem was reported with the task's position in the export (``tasks[k]``), which
     #: a part does not know: its reading cannot stand for the whole export's
     positional: bool = False
+    #: per control built as it is read, its distinct values in the order first seen
+    #: (:func:`_shared`: the first of equal values is the one every cell holds, 50 before
+    #: 50.0 keeps 50); the cells hold the same objects, so this costs a reference each
+    shared: dict[str, list] = field(default_factory=dict)
 
 
 def _adapt(config: str | LabelingConfig, tasks: Iterable[dict], strict: bool,
@@ -185,6 +200,7 @@ def _join(parts: Sequence[PartRead]) -> PartRead:
     if any(p.positional for p in parts):
         raise PartsDiffer("a problem named by the task's position in the export")
     first = parts[0]
+    seen_values: dict[str, dict] = {}
     seen = set(first.task_ids)
     as_text = {str(t) for t in first.task_ids}
     for p in parts[1:]:
@@ -193,6 +209,17 @@ def _join(parts: Sequence[PartRead]) -> PartRead:
                 raise PartsDiffer(f"task id {t!r} in two parts")
             seen.add(t)
             as_text.add(str(t))
+        for n, values in p.shared.items():
+            # equal values of two parts become the earlier part's, as one reading keeps the
+            # first seen (an int rating before an equal float, 0.0 before -0.0)
+            if n not in seen_values:
+                seen_values[n] = {}
+                for v in first.shared.get(n, ()):
+                    _shared(seen_values[n], v)
+            # (pickling keeps no number's identity: matched by value, only where the forms differ)
+            earlier = {v: w for v in values if not _same_form(v, w := _shared(seen_values[n], v))}
+            if earlier:
+                p.cells[n] = [(t, a, _in_form(earlier, v)) for t, a, v in p.cells[n]]
         for n, cell in p.cells.items():
             first.cells[n].extend(cell)
         for n, g in p.gt.items():
@@ -211,7 +238,26 @@ def _join(parts: Sequence[PartRead]) -> PartRead:
         first.unrouted_relations += p.unrouted_relations
         first.warnings.extend(p.warnings)
         first.dropped += p.dropped
+    first.shared = {}
     return first
+
+
+def _same_form(v: Any, w: Any) -> bool:
+    """Whether two equal values are written alike (50 and 50.0, or 0.0 and -0.0, are not)."""
+    if type(v) is not type(w):
+        return False
+    if type(v) is float:
+        return math.copysign(1.0, v) == math.copysign(1.0, w)
+    if type(v) is tuple:
+        return all(_same_form(x, y) for x, y in zip(v, w))
+    return True
+
+
+def _in_form(earlier: dict, v: Any) -> Any:
+    try:
+        return earlier.get(v, v)
+    except TypeError:      # unhashable: never shared
+        return v
 
 
 def read_part(config: str | LabelingConfig, tasks: Iterable[dict], *, strict: bool = False,
@@ -443,7 +489,8 @@ def _read(cfg: LabelingConfig, tasks: Iterable[dict], strict: bool, include_pred
     return PartRead(cells=cells, gt=gt, texts=texts, offers=offers, names=names, task_ids=list(seen),
                     results_of=results_of, parsed=parsed, unrouted_relations=unrouted_relations,
                     warnings=problems.warnings, dropped=problems.dropped, task_messages=task_messages,
-                    positional=positional)
+                    positional=positional,
+                    shared={n: list(same.values()) for n, same in eager_same.items()})
 
 
 def _build(cfg: LabelingConfig, part: PartRead, strict: bool) -> Adapted:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import codecs
 import json
 import re
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Iterator
@@ -33,6 +34,9 @@ _WS = re.compile(r"[ \t\n\r]*")
 # literal such as -Infinity is at most 9 characters, an escape 6); further back it is real.
 _TAIL = 16
 _DECODER = json.JSONDecoder()
+# a \u escape of a surrogate in the raw text, and a surrogate left alone in a decoded string
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_LONE = re.compile("[\ud800-\udfff]")
 
 
 class _Source:
@@ -96,6 +100,7 @@ class _Source:
     def value(self) -> Any:
         """Parse the JSON value at ``pos`` (reading on while it is cut by the buffer's end)."""
         want = CHUNK_CHARS
+        start = self.pos
         while True:
             try:
                 obj, end = _DECODER.raw_decode(self.buf, self.pos)
@@ -115,6 +120,8 @@ class _Source:
                 if self.more(want):
                     continue
             self.pos = end
+            if _SURROGATE_ESCAPE.search(self.buf, start, end):   # rare: look closer only then
+                obj = _without_lone_surrogates(obj, self.name)
             return obj
 
     def where(self, pos: int) -> tuple[int, int]:
@@ -126,6 +133,7 @@ class _Source:
 
     def error(self, msg: str, pos: int) -> AdapterError:
         line, col = self.where(pos)
+        msg = msg.removesuffix(" at")   # json's "Unterminated string starting at", "... character at"
         hint = (" (one JSON document after another, as in JSON Lines: export with Label Studio's "
                 "JSON export, one list of tasks)") if msg == "Extra data" else ""
         return AdapterError(f"{self.name} is not valid JSON: {msg} at line {line} column {col}{hint}")
@@ -136,6 +144,33 @@ class _Source:
             return None
         line, col = self.where(m.start())
         return f"a number of {m.end() - m.start():,} digits at line {line} column {col}"
+
+
+def _without_lone_surrogates(value: Any, source: str) -> Any:
+    """``value`` with each lone surrogate (an escape such as ``\\udc00`` that is half of no
+    pair: valid JSON, but no character, and no UTF-8 writer takes it) read as U+FFFD, with a
+    warning naming the task and where in it; pairs were joined by the decoder already."""
+    where: list[str] = []
+
+    def fix(v: Any, path: str) -> Any:
+        if type(v) is str:
+            if _LONE.search(v) is None:
+                return v
+            where.append(path or "the value")
+            return _LONE.sub("\ufffd", v)
+        if type(v) is list:
+            return [fix(x, f"{path}[{i}]") for i, x in enumerate(v)]
+        if type(v) is dict:
+            return {fix(k, f"{path} (a key)"): fix(x, f"{path}.{k}" if path else str(k)) for k, x in v.items()}
+        return v
+
+    out = fix(value, "")
+    if where:
+        task = value.get("id") if isinstance(value, dict) else None
+        shown = ", ".join(where[:3]) + (f" and {len(where) - 3} more" if len(where) > 3 else "")
+        warnings.warn(f"{source}: task {task!r}: {shown} held a lone surrogate escape (half of an "
+                      f"emoji or other character, not text by itself), read as U+FFFD", stacklevel=2)
+    return out
 
 
 def _array(src: _Source) -> Iterator[Any]:
@@ -184,7 +219,10 @@ def _object(src: _Source, top: dict) -> Iterator[Any]:
         src.pos += 1
         if src.skip_ws() == "":
             raise src.error("Expecting value", src.pos)
-        if key == "tasks" and src.buf[src.pos] == "[" and not streamed:
+        if key == "tasks" and streamed:
+            # json.load would keep the last, but the first is read already
+            raise AdapterError(f"{src.name}: the top-level object holds \"tasks\" twice; {USE_JSON}")
+        if key == "tasks" and src.buf[src.pos] == "[":
             streamed = True
             top[key] = []          # marker: the list was streamed
             yield from _tasks_of_array(src)

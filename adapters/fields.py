@@ -17,6 +17,11 @@ class _Missing:
     def __repr__(self) -> str:
         return "MISSING"
 
+    def __reduce__(self) -> str:
+        # compared by identity: a part of an export read in another process sends its
+        # cells pickled, and they must come back as this very object
+        return "MISSING"
+
 
 MISSING = _Missing()
 

@@ -9,8 +9,11 @@ internal error, its traceback with ``--debug``).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO, Iterator
 
 from ..errors import BadInput
 from .common import EXIT_OK
@@ -67,16 +70,30 @@ def _settings(args: argparse.Namespace):  # -> ReportSettings
     return settings.validate()
 
 
+@contextmanager
+def _replacing(path: str) -> Iterator[BinaryIO]:
+    """A file written beside ``path`` that replaces it once complete: a run that fails while
+    writing leaves the previous output as it was, never a cut one."""
+    target = Path(path)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.part")   # created as open() creates: umask's mode
+    try:
+        with open(tmp, "wb") as fh:
+            yield fh
+        os.replace(tmp, target)
+    except OSError as exc:
+        raise BadInput(f"cannot write {path!r}: {exc.strerror or exc}") from None
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 def _write(text: str, path: str | None) -> None:
     if path is None:
         sys.stdout.write(text)
         if not text.endswith("\n"):
             sys.stdout.write("\n")
         return
-    try:
-        Path(path).write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise BadInput(f"cannot write {path!r}: {exc.strerror or exc}") from None
+    with _replacing(path) as fh:
+        fh.write(text.encode("utf-8"))
 
 
 def _write_json(report, path: str | None) -> None:
@@ -88,11 +105,8 @@ def _write_json(report, path: str | None) -> None:
         sys.stdout.buffer.write(b"\n")
         sys.stdout.buffer.flush()
         return
-    try:
-        with open(path, "wb") as fh:
-            report.write_json(fh, indent=1)
-    except OSError as exc:
-        raise BadInput(f"cannot write {path!r}: {exc.strerror or exc}") from None
+    with _replacing(path) as fh:
+        report.write_json(fh, indent=1)
 
 
 def _rendered(render, report):

@@ -120,3 +120,23 @@ def test_console_entry_point_help():
     out = subprocess.run([sys.executable, "-m", "ls_agreement.plugin.cli", "report", "--help"],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and "--distance" in out.stdout and "--strict" in out.stdout
+
+
+def test_a_run_that_fails_while_writing_leaves_the_previous_output(tmp_path, capsys, monkeypatch):
+    """The report replaces --out only once written whole: a failure part-way (here the
+    writer itself) leaves the last good report as it was, and no partial file beside it."""
+    out = tmp_path / "r.json"
+    code, _, _ = run(capsys, RATING, "--config", CONFIG, "--bootstrap", "0", "--out", str(out))
+    good = out.read_bytes()
+    assert code == 0 and json.loads(good)["controls"]
+
+    from ls_agreement.plugin.report.model import Report
+
+    def cut(self, fh, indent=None):
+        fh.write(b'{"n_tasks": ')
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Report, "write_json", cut)
+    code, _, err = run(capsys, RATING, "--config", CONFIG, "--bootstrap", "0", "--out", str(out))
+    assert code == 2 and "cannot write" in err and "No space left" in err and "Traceback" not in err
+    assert out.read_bytes() == good and [p.name for p in tmp_path.iterdir()] == ["r.json"]

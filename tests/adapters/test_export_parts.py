@@ -161,3 +161,36 @@ def test_conversations_read_in_parts(tmp_path, small_chunks):
     assert any("appear in one annotator's conversation only" in w for w in whole.warnings)
     joined = adapt_parts(CONFIG, [read_part(CONFIG, iter_part(p)) for p in _read_parts(path, 3)])
     _same_adapted(joined, whole)
+
+
+def test_parts_joined_across_processes_keep_markers_and_first_forms(tmp_path, small_chunks):
+    """Parts come back from their processes pickled: a skipped answer's marker must still be
+    the marker (else it was read as a value, "MISSING"), and equal values of two parts take
+    the form the export showed first (one reading keeps 50 before 50.0, 0.0 before -0.0)."""
+    import pickle
+
+    xml = ('<View><Text name="text" value="$text"/><Number name="conf" toName="text"/>'
+           '<Rating name="stars" toName="text"/></View>')
+    tasks = []
+    for k in range(1, 121):
+        late = k > 60
+        conf = [50.0 if late else 50, -0.0 if late else 0.0, 100.0 if late else 100]
+        anns = []
+        for j, who in enumerate((1, 2, 3)):
+            stars = {"from_name": "stars", "to_name": "text", "type": "rating", "value": {"rating": 1 + (k + j) % 5}}
+            if k in (7, 90) and j == 1:
+                stars = {"from_name": "stars", "to_name": "text", "type": "rating"}     # no value: skipped
+            anns.append({"id": 10 * k + j, "completed_by": who, "result": [
+                stars, {"from_name": "conf", "to_name": "text", "type": "number",
+                        "value": {"number": conf[(k + j) % 3]}}]})
+        tasks.append({"id": k, "data": {"text": "t" * 40}, "annotations": anns})
+    path = tmp_path / "export.json"
+    _write(path, tasks)
+    whole = adapt(xml, iter_export(path))
+    reads = [pickle.loads(pickle.dumps(read_part(xml, iter_part(p)))) for p in _read_parts(path, 3)]
+    joined = adapt_parts(xml, reads)
+    _same_adapted(joined, whole)
+    assert len(joined.controls["stars"].table) == 3 * 120 - 2
+    values = joined.controls["conf"].table["value"]
+    assert values.dtype == whole.controls["conf"].table["value"].dtype
+    assert [repr(v) for v in values] == [repr(v) for v in whole.controls["conf"].table["value"]]

@@ -56,14 +56,15 @@ def test_equals_json_loads(tmp_path, monkeypatch, tasks, indent, chunk, encoding
                                                                                     "1e", "tru", "\\u12", ":"]),
        chunk=st.integers(1, 30))
 def test_malformed_named_where_json_loads_names_it(tmp_path, monkeypatch, tasks, cut, junk, chunk):
-    """Text cut anywhere (and junk added) is refused with json.loads's message, line and column."""
+    """Text cut anywhere (and junk added) is refused with json.loads's message, line and column
+    (its "Unterminated string starting at" without the doubled "at")."""
     monkeypatch.setattr(export_stream, "CHUNK_CHARS", chunk)
     text = json.dumps(tasks, indent=1)
     text = text[:max(1, cut % len(text))] + junk   # from the '[': no CSV-looking head
     try:
         json.loads(text)
     except json.JSONDecodeError as exc:
-        expected = f"{exc.msg} at line {exc.lineno} column {exc.colno}"
+        expected = f"{exc.msg.removesuffix(' at')} at line {exc.lineno} column {exc.colno}"   # never "at at"
     else:
         return   # the cut happened to leave valid JSON
     p = tmp_path / "bad.json"
@@ -132,3 +133,25 @@ def test_reads_lazily(tmp_path, monkeypatch):
     with pytest.raises(AdapterError, match="line 1"):
         next(it)
     assert math.isfinite(len(got))
+
+
+def test_lone_surrogates_duplicate_tasks_and_messages(tmp_path, tiny_chunks):
+    """What json accepts but is no text (an escaped surrogate that is half of no pair) is
+    read as U+FFFD with a warning naming the task and the field; a pair is one character;
+    a "tasks" list given twice is refused (json.load would keep the last, the stream has
+    read the first); json's own wording is not doubled ("starting at at")."""
+    p = tmp_path / "x.json"
+    p.write_text('[{"id": 5, "annotations": [{"result": [{"value": {"choices": ["a\\udc00b"]}}],'
+                 ' "completed_by": {"email": "\\ud83d\\ude00@x.org"}}]}]')
+    with pytest.warns(UserWarning, match=r"task 5: annotations\[0\]\.result\[0\]\.value\.choices\[0\] held a lone"):
+        tasks = load_export(p)
+    ann = tasks[0]["annotations"][0]
+    assert ann["result"][0]["value"]["choices"] == ["a\ufffdb"]
+    assert ann["completed_by"]["email"] == "\U0001F600@x.org"
+    assert json.dumps(tasks).encode("utf-8")        # every string is text again
+    p.write_text('{"tasks": [{"id": 1, "annotations": []}], "tasks": [{"id": 2, "annotations": []}]}')
+    with pytest.raises(AdapterError, match='holds "tasks" twice'):
+        load_export(p)
+    p.write_text('[{"id": 1, "t": "ab\x01"}]')
+    with pytest.raises(AdapterError, match="Invalid control character at line 1 column 20$"):
+        load_export(p)
