@@ -555,7 +555,10 @@ def _log_prior(p: _Params, pb: _Problem) -> float:
     return out
 
 
-def _m_step(p: _Params, pb: _Problem, r: _Reading, careful: np.ndarray) -> _Params:
+def _m_step(p: _Params, pb: _Problem, r: _Reading, careful: np.ndarray,
+            clicks: np.ndarray | None = None) -> _Params:
+    """One M step; θ held at :data:`CAREFUL` where ``careful``, ξ at every class alike where
+    ``clicks`` (annotators whose departures are random clicks, :func:`_departure_profile`)."""
     k, n_ann, (pa, pb_) = pb.k, pb.n_ann, pb.pairs
     c, tab, post = pb.c, r.tab, r.post
     n_rows = n_ann * k
@@ -582,6 +585,8 @@ def _m_step(p: _Params, pb: _Problem, r: _Reading, careful: np.ndarray) -> _Para
     theta = np.clip((s_count + a_s - 1) / np.maximum(pb.n_answers + a_s + b_s - 2, 1e-12), 1e-6, 1 - 1e-6)
     theta = np.where(careful, CAREFUL, theta)
     xi = np.maximum(n_row - share, 0.0).reshape(n_ann, k) + _DEPARTING_PSEUDO * pb.freq
+    if clicks is not None:
+        xi = np.where(clicks[:, None], xi.sum(axis=1, keepdims=True) / k, xi)
     state = (post * pb.weight[:, None]).sum(axis=0)
     prior = state[:k] + 1.0
     rho, psi, even = p.rho, p.psi, p.even
@@ -599,7 +604,7 @@ def _m_step(p: _Params, pb: _Problem, r: _Reading, careful: np.ndarray) -> _Para
 
 
 def _em(p: _Params, pb: _Problem, max_iter: int, tol: float, careful: np.ndarray,
-        target: float | None = None) -> tuple[_Params, float, int]:
+        target: float | None = None, clicks: np.ndarray | None = None) -> tuple[_Params, float, int]:
     """MAP-EM from ``p`` (θ held at :data:`CAREFUL` where ``careful``, shape (A,)): the
     parameters, their log posterior, the iterations run. ``target``: a log posterior the
     fit is only of use above; EM stops once twice its current gain per step, over the
@@ -613,7 +618,7 @@ def _em(p: _Params, pb: _Problem, max_iter: int, tol: float, careful: np.ndarray
         if target is not None and it > _HOPELESS_AFTER and logp + 2.0 * (logp - last) * (max_iter - it) < target:
             return p, logp, it
         last = logp
-        p = _m_step(p, pb, r, careful)
+        p = _m_step(p, pb, r, careful, clicks)
     return p, float(np.dot(_read(p, pb).norm, pb.weight)) + _log_prior(p, pb), it
 
 
@@ -636,6 +641,22 @@ def _predictive(p: _Params, pb: _Problem) -> tuple[np.ndarray, np.ndarray]:
     # back to every answer (of every task a pattern stands for)
     u = u / total / np.maximum(p.theta[c.annotator], 1e-300)
     return u[pb.answer], p.xi[c.annotator, c.label][pb.answer]
+
+
+def _departure_profile(p: _Params, pb: _Problem, annotator: np.ndarray, n_ann: int):
+    """Each annotator's profile of θ (:mod:`.sound_share`) against the likelier of two kinds
+    of departure: their fitted ξ_a (a careful annotator's: the labels' frequencies, which a
+    spammer of a common label stands out against), or random clicks, every class alike
+    (labels' frequencies follow the true classes, so clicks that land as often on rare
+    classes as on common ones were read as little more than careful work); and which
+    annotators the clicks fit better, shape (A,) bool."""
+    u, v = _predictive(p, pb)
+    clicks_v = np.full_like(v, 1.0 / pb.k)
+    as_fitted, as_clicks = sound_profile(u, v, annotator, n_ann), sound_profile(u, clicks_v, annotator, n_ann)
+    clicks = as_clicks.gain() > as_fitted.gain()
+    if not clicks.any():
+        return as_fitted, clicks
+    return sound_profile(u, np.where(clicks[annotator], clicks_v, v), annotator, n_ann), clicks
 
 
 def _read_ambiguity(p: _Params, logp: float, plain: _Problem, problem: _Problem, careful: np.ndarray,
@@ -776,16 +797,20 @@ def fit_label_model(item: Sequence[Hashable], annotator: Sequence[Any], label: S
     if problem.ambiguity:
         p, logp, problem, more = _read_ambiguity(p, logp, plain, problem, careful, max_iter, tol)
         n_iter += more
-    prof = sound_profile(*_predictive(p, problem), c.annotator, n_ann)
+    prof, clicks = _departure_profile(p, problem, c.annotator, n_ann)
+    clicking = np.zeros(n_ann, dtype=bool)     # freed annotators whose departures are random clicks
     for _ in range(n_ann):
         freed = careful & (prof.gain() >= DEPARTS_AT)
         if not freed.any():
             break
         careful &= ~freed
+        clicking |= freed & clicks
         theta = np.where(freed, np.maximum(prof.best, 1e-3), p.theta)
-        p, logp, more = _em(dataclasses.replace(p, theta=theta), problem, max_iter, tol, careful)
+        xi = np.where(clicking[:, None], 1.0 / k, p.xi)
+        p, logp, more = _em(dataclasses.replace(p, theta=theta, xi=xi), problem, max_iter, tol, careful,
+                            clicks=clicking)
         n_iter += more
-        prof = sound_profile(*_predictive(p, problem), c.annotator, n_ann)
+        prof, clicks = _departure_profile(p, problem, c.annotator, n_ann)
     accuracy = np.where(careful, p.own[:, 0, 0], np.nan)
     return LabelModel(classes=tuple(cls), prior=p.prior, confusion=p.conf, accuracy=accuracy,
                       annotators=tuple(str(a) for a in ann_labels), sound=p.theta, sound_best=prof.best,

@@ -391,8 +391,8 @@ def _read_in_parts(config_xml: str, tasks: Iterable[dict], settings: ReportSetti
         adapted = adapt_parts(cfg, [part for part, _ in done], strict=settings.strict)
     except (PartsDiffer, AdapterError, ChildFailed):
         return None
-    for _, seen in done:
-        caught.extend(seen)
+    # said once, as one reading's collect_warnings says a repeated warning
+    caught.extend(dict.fromkeys(w for _, seen in done for w in seen))
     return adapted
 
 
