@@ -44,7 +44,7 @@ import numpy as np
 import pandas as pd
 
 from .even_split import Layout, even_split, layout
-from .sound_share import CAREFUL, DEPARTS_AT, sound_profile
+from .sound_share import CAREFUL, DEPARTS_AT, SoundProfile, sound_profile
 
 #: How a careful answer's slips spread over the other classes (C's off-diagonal): as the
 #: data say, evenly, or (ordered grades) by how far they land, alike in every row.
@@ -643,7 +643,8 @@ def _predictive(p: _Params, pb: _Problem) -> tuple[np.ndarray, np.ndarray]:
     return u[pb.answer], p.xi[c.annotator, c.label][pb.answer]
 
 
-def _departure_profile(p: _Params, pb: _Problem, annotator: np.ndarray, n_ann: int):
+def _departure_profile(p: _Params, pb: _Problem, annotator: np.ndarray,
+                       n_ann: int) -> tuple[SoundProfile, np.ndarray]:
     """Each annotator's profile of θ (:mod:`.sound_share`) against the likelier of two kinds
     of departure: their fitted ξ_a (a careful annotator's: the labels' frequencies, which a
     spammer of a common label stands out against), or random clicks, every class alike

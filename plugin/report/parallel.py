@@ -220,14 +220,12 @@ class SpilledControls(MutableMapping[str, ControlData]):
 
     def __init__(self, directory: str, controls: Mapping[str, ControlData]) -> None:
         self._paths: dict[str, str] = {}
-        self.rows: dict[str, int] = {}      #: each control's table length (the work's proxy)
         with gc_paused():    # pickling makes a state tuple per object and no cycles (see _child)
             for k, (name, ctl) in enumerate(controls.items()):
                 path = os.path.join(directory, f"control-{k}.pickle")
                 with open(path, "wb") as fh:
                     pickle.dump(ctl, fh, protocol=pickle.HIGHEST_PROTOCOL)
                 self._paths[name] = path
-                self.rows[name] = len(ctl.table)
 
     def __getitem__(self, name: str) -> ControlData:
         with open(self._paths[name], "rb") as fh, gc_paused():   # see _decode
@@ -238,7 +236,6 @@ class SpilledControls(MutableMapping[str, ControlData]):
 
     def __delitem__(self, name: str) -> None:
         path = self._paths.pop(name)
-        self.rows.pop(name)
         try:
             os.remove(path)
         except OSError:
@@ -251,13 +248,9 @@ class SpilledControls(MutableMapping[str, ControlData]):
         return len(self._paths)
 
 
-def _rows(controls: Mapping[str, ControlData], name: str) -> int:
-    """A control's table length, without reading a spilled control back."""
-    return controls.rows[name] if isinstance(controls, SpilledControls) else len(controls[name].table)
-
-
 def measure_controls(controls: MutableMapping[str, ControlData], measure: Callable[[ControlData], R],
-                     workers: int = 1, *, release: bool = False) -> dict[str, R]:
+                     workers: int = 1, *, release: bool = False,
+                     sizes: Mapping[str, int] | None = None) -> dict[str, R]:
     """``{name: measure(ctl)}`` for every control, in the controls' order.
 
     Parameters
@@ -277,6 +270,9 @@ def measure_controls(controls: MutableMapping[str, ControlData], measure: Callab
         still to come, never both whole (issue 24: at the end of a 100,000-task report the
         adapted values were a third of what this process held). A control whose worker
         failed is kept until it has been measured again here.
+    sizes : mapping name -> int, optional
+        Each control's work, to start the longest first (default: its table's length; give
+        them where reading a control back costs, as with :class:`SpilledControls`).
     """
     names = list(controls)
     workers = min(workers if workers > 0 else default_workers(len(names)), len(names))
@@ -292,7 +288,7 @@ def measure_controls(controls: MutableMapping[str, ControlData], measure: Callab
             done(n, measure(controls[n]))
         return out
     # longest first: the values a control holds are a fair proxy for its work
-    order = sorted(names, key=lambda n: -_rows(controls, n))
+    order = sorted(names, key=lambda n: -(sizes[n] if sizes is not None else len(controls[n].table)))
     failed: list[str] = []
     running: dict[Connection, tuple[str, multiprocessing.process.BaseProcess]] = {}
     # what this process holds goes to the collector's permanent generation while workers
