@@ -21,7 +21,11 @@ Three parts:
   of its two labels by a coin instead of the two split evenly; ``--misses SHARE``, with the
   careful annotators of the box and entity shapes missing that share of them; ``--jitter
   SD``, with careful boxes jittering by that standard deviation (x, y, width and height, in
-  percent of the image; the shape's own is 0.8).
+  percent of the image; the shape's own is 0.8). ``--shapes apart`` scores the same flags on
+  the seven shapes of a second generator written apart from the first, from the issue's
+  text alone (``benchmarks/flag_shapes_apart.py``: skewed priors over 3–6 classes, careful
+  accuracies varying from one annotator to another, an ambiguous shape split by coins):
+  shapes nobody tuned the flags on; it has no generating-model column ("–").
 * **the demo's projects** (``ls_agreement.demo.data``: a careless annotator, ambiguous
   tasks whose careful annotators split): precision and recall of the flags as before,
   target ≥ 0.8 on average; beside them, on the two Choices + Rating projects made with a
@@ -32,7 +36,8 @@ Three parts:
   on a 1,000-task demo mirror (target ≤ 50 ms): wall time and the process's CPU time (the
   machine may be shared).
 
-Run: ``python -m benchmarks flags [-- --seeds 1 2 3 --skip-speed --skip-demo --careful 0.95 --split coins --misses 0.02 --jitter 1.5]``.
+Run: ``python -m benchmarks flags [-- --seeds 1 2 3 --skip-speed --skip-demo --careful 0.95 --split coins --misses 0.02 --jitter 1.5]``,
+or ``python -m benchmarks flags -- --shapes apart [--seeds ...]``.
 """
 from __future__ import annotations
 
@@ -43,7 +48,7 @@ import random
 import statistics
 import time
 import warnings
-from typing import Any, Literal
+from typing import Any, Callable, Literal
 
 import numpy as np
 
@@ -52,6 +57,7 @@ from ls_agreement.demo import data as demo_data
 from ls_agreement.plugin.report.build import build_report
 from ls_agreement.plugin.settings import ReportSettings
 
+from . import flag_shapes_apart
 from .flag_oracle import demo_oracle_flags, oracle_flags
 from .flag_shapes import SHAPES, RegionNoise, ShapeProject, make_project
 
@@ -128,9 +134,25 @@ def run_shape(proj: ShapeProject, with_crowdkit: bool) -> dict[str, Any]:
     return out
 
 
+def _shape_makers(generator: Literal["own", "apart"], careful: float | None,
+                  split: Literal["even", "coins"] | None,
+                  noise: RegionNoise) -> list[tuple[str, Callable[[int], ShapeProject]]]:
+    """Each shape's printed name and its project for a seed, from ``benchmarks/flag_shapes.py``
+    (``own``) or ``benchmarks/flag_shapes_apart.py`` (``apart``, which takes no variations)."""
+    if generator == "apart":
+        return [(shape.name, lambda seed, shape=shape: flag_shapes_apart.make_project(shape, seed))
+                for shape in flag_shapes_apart.SHAPES]
+    return [(shape.name, lambda seed, shape=shape: make_project(shape, seed, careful, split, noise))
+            for shape in SHAPES]
+
+
 def _shapes(seeds: list[int], with_crowdkit: bool, careful: float | None = None,
-            split: Literal["even", "coins"] | None = None, noise: RegionNoise = RegionNoise()) -> bool:
-    print("seven shapes (benchmarks/flag_shapes.py): precision / recall / false-flag share of the task "
+            split: Literal["even", "coins"] | None = None, noise: RegionNoise = RegionNoise(),
+            generator: Literal["own", "apart"] = "own") -> bool:
+    source = ("benchmarks/flag_shapes_apart.py, a second generator written apart from the issue's text; "
+              "the generating model's flags ('truth P/R') are not computed for it: '–'"
+              if generator == "apart" else "benchmarks/flag_shapes.py")
+    print(f"seven shapes ({source}): precision / recall / false-flag share of the task "
           f"flags; targets: P, R >= {TARGET} mean and >= {SEED_FLOOR} each seed; null <= {NULL_AT_MOST:.0%} "
           f"flagged; hard <= {HARD_AT_MOST:.0%} of ordinary tasks flagged; bad annotator lowest reliability; "
           "'truth P/R': the generating model's own posterior flagged at 1/2 (benchmarks/flag_oracle.py), "
@@ -142,23 +164,25 @@ def _shapes(seeds: list[int], with_crowdkit: bool, careful: float | None = None,
              if noise.misses else "")
           + (f"; careful boxes jitter by {noise.jitter:g} % of the image (--jitter)"
              if noise.jitter != RegionNoise().jitter else ""))
-    head = (f"{'shape':20} {'seed':>4} {'tasks':>5} {'planted':>7} {'flagged':>7} {'prec':>5} {'recall':>6} "
+    makers = _shape_makers(generator, careful, split, noise)
+    wide = max(20, *(len(name) for name, _ in makers))      # the shape column
+    head = (f"{'shape':{wide}} {'seed':>4} {'tasks':>5} {'planted':>7} {'flagged':>7} {'prec':>5} {'recall':>6} "
             f"{'false':>6} {'truth P/R':>9} {'bad lowest':>10} {'consensus':>9} {'DS':>6} {'GLAD':>6} {'MACE':>6}")
     print(head)
     print("-" * len(head))
     all_met = True
-    for shape in SHAPES:
-        rows = [run_shape(make_project(shape, s, careful, split, noise), with_crowdkit) for s in seeds]
+    for name, make in makers:
+        rows = [run_shape(make(s), with_crowdkit) for s in seeds]
         for s, r in zip(seeds, rows):
             ck = r.get("crowdkit") or {}
             acc = f"{r['accuracy']:.3f}" if "accuracy" in r else "–"
             truth = f"{r['oracle'][0]:.2f}/{r['oracle'][1]:.2f}" if "oracle" in r else "–"
-            print(f"{shape.name:20} {s:>4} {r['n']:>5} {r['planted']:>7} {r['flagged']:>7} {r['precision']:>5.2f} "
+            print(f"{name:{wide}} {s:>4} {r['n']:>5} {r['planted']:>7} {r['flagged']:>7} {r['precision']:>5.2f} "
                   f"{r['recall']:>6.2f} {r['false']:>6.3f} {truth:>9} {'yes' if r['bad_lowest'] else 'NO':>10} {acc:>9} "
                   + " ".join(f"{ck[k]:>6.3f}" if k in ck else f"{'–':>6}" for k in ("DS", "GLAD", "MACE")), flush=True)
         mean = {k: statistics.mean(r[k] for r in rows) for k in ("precision", "recall", "false")}
         checks = []
-        if shape.name.startswith("null"):
+        if name.startswith("null"):
             share = statistics.mean(r["flagged"] / r["n"] for r in rows)
             checks.append((f"{share:.1%} of tasks flagged (<= {NULL_AT_MOST:.0%})", max(r["flagged"] / r["n"] for r in rows) <= NULL_AT_MOST))
         else:
@@ -169,7 +193,7 @@ def _shapes(seeds: list[int], with_crowdkit: bool, careful: float | None = None,
                            + truth,
                            mean["precision"] >= TARGET and mean["recall"] >= TARGET and min(low) >= SEED_FLOOR))
             checks.append(("bad annotator lowest at every seed", all(r["bad_lowest"] for r in rows)))
-        if shape.name.startswith("hard"):
+        if name.startswith("hard"):
             checks.append((f"{mean['false']:.1%} of ordinary tasks flagged (<= {HARD_AT_MOST:.0%})",
                            max(r["false"] for r in rows) <= HARD_AT_MOST))
         if rows[0].get("accuracy") is not None and all(r.get("crowdkit") for r in rows):
@@ -186,7 +210,7 @@ def _shapes(seeds: list[int], with_crowdkit: bool, careful: float | None = None,
                            ours >= best))
         met = all(ok for _, ok in checks)
         all_met &= met
-        print(f"{shape.name:20} mean: " + "; ".join(f"{text}{'' if ok else ' [below target]'}" for text, ok in checks)
+        print(f"{name:{wide}} mean: " + "; ".join(f"{text}{'' if ok else ' [below target]'}" for text, ok in checks)
               + f"; report {statistics.mean(r['seconds'] for r in rows):.1f} s  {'PASS' if met else 'below target'}")
         print("-" * len(head), flush=True)
     return all_met
@@ -320,9 +344,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="share of boxes / entities the careful annotators of the region shapes miss")
     parser.add_argument("--jitter", type=float, default=RegionNoise().jitter,
                         help="standard deviation of careful boxes' x, y, width and height (%% of the image)")
+    parser.add_argument("--shapes", choices=["own", "apart"], default="own",
+                        help="which generator makes the seven shapes: benchmarks/flag_shapes.py (own) or "
+                             "benchmarks/flag_shapes_apart.py, written apart from the issue's text (apart)")
     args = parser.parse_args(argv or [])
+    if args.shapes == "apart" and (args.careful is not None or args.split is not None or args.misses
+                                   or args.jitter != RegionNoise().jitter):
+        parser.error("--careful, --split, --misses and --jitter vary benchmarks/flag_shapes.py's shapes; "
+                     "--shapes apart takes none of them")
     met = _shapes(args.seeds, not args.skip_crowdkit, args.careful, args.split,
-                  RegionNoise(misses=args.misses, jitter=args.jitter))
+                  RegionNoise(misses=args.misses, jitter=args.jitter), args.shapes)
     if not args.skip_demo:
         met &= _demo(args.seeds)
     if not args.skip_speed:
