@@ -25,7 +25,8 @@ from typing import Any, BinaryIO, Iterator
 from .errors import AdapterError, PartsDiffer
 from .export_shape import USE_JSON, parse_export, refuse_json_min
 
-__all__ = ["iter_export", "load_export", "CHUNK_CHARS", "ExportFile", "ExportPart", "split_export", "iter_part"]
+__all__ = ["iter_export", "load_export", "CHUNK_CHARS", "ExportFile", "ExportPart", "split_export", "iter_part",
+           "may_hold_lone_surrogates", "without_lone_surrogates"]
 
 #: Characters decoded per read; a task longer than this grows the buffer until it fits.
 CHUNK_CHARS = 1 << 20
@@ -36,6 +37,7 @@ _TAIL = 16
 _DECODER = json.JSONDecoder()
 # a \u escape of a surrogate in the raw text, and a surrogate left alone in a decoded string
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE_ESCAPE_BYTES = re.compile(rb"\\u[dD][89a-fA-F]")
 _LONE = re.compile("[\ud800-\udfff]")
 
 
@@ -121,7 +123,7 @@ class _Source:
                     continue
             self.pos = end
             if _SURROGATE_ESCAPE.search(self.buf, start, end):   # rare: look closer only then
-                obj = _without_lone_surrogates(obj, self.name)
+                obj = without_lone_surrogates(obj, self.name)
             return obj
 
     def where(self, pos: int) -> tuple[int, int]:
@@ -146,10 +148,18 @@ class _Source:
         return f"a number of {m.end() - m.start():,} digits at line {line} column {col}"
 
 
-def _without_lone_surrogates(value: Any, source: str) -> Any:
-    """``value`` with each lone surrogate (an escape such as ``\\udc00`` that is half of no
-    pair: valid JSON, but no character, and no UTF-8 writer takes it) read as U+FFFD, with a
-    warning naming the task and where in it; pairs were joined by the decoder already."""
+def may_hold_lone_surrogates(raw: str | bytes) -> bool:
+    """Whether JSON text ``raw`` escapes a surrogate (``\\ud83d``): only then can its parsed
+    value hold a lone one (:func:`without_lone_surrogates`); a fast scan of the text."""
+    return (_SURROGATE_ESCAPE_BYTES if isinstance(raw, bytes) else _SURROGATE_ESCAPE).search(raw) is not None
+
+
+def without_lone_surrogates(value: Any, source: str) -> Any:
+    """``value`` (a task parsed from JSON) with each lone surrogate (an escape such as
+    ``\\udc00`` that is half of no pair: valid JSON, but no character, and no UTF-8 writer
+    takes it) read as U+FFFD, with a warning naming ``source``, the task and where in it;
+    pairs were joined by the decoder already. Export files are read so; the service reads
+    webhook payloads and the exports it asks Label Studio for the same way."""
     where: list[str] = []
 
     def fix(v: Any, path: str) -> Any:

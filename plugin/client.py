@@ -29,7 +29,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
 import httpx
 
 from ls_agreement.adapters.errors import AdapterError
-from ls_agreement.adapters.export_stream import iter_export
+from ls_agreement.adapters.export_stream import iter_export, may_hold_lone_surrogates, without_lone_surrogates
 
 from .errors import (AuthError, BadInput, IncompatibleSDK, LabelStudioError, NotFound, RequestRejected,
                      ServerUnavailable)
@@ -336,6 +336,8 @@ class Connection:
                 raise ConnectionError(f"the export's body is not JSON ({len(body)} bytes): {exc}") from exc
             if not isinstance(payload, list):
                 raise ValueError("export is not a JSON list")
+            if may_hold_lone_surrogates(body):
+                payload = [without_lone_surrogates(t, f"project {project_id}'s export") for t in payload]
             return payload
         what = (f"exporting project {project_id}" if ids is None
                 else f"re-reading {len(ids)} tasks of project {project_id}")

@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, TextIO
 
+from ls_agreement.adapters.export_stream import may_hold_lone_surrogates, without_lone_surrogates
+
 from ..annotator_report import annotator_quality, write_reports
 from ..client import BadInput, Connection, LabelStudioError
 from ..job_backend import StoredEvent
@@ -172,6 +174,8 @@ class LiveProject:
                 applied.reset = applied.reset or f"event {ev.id}: stored payload unreadable"
                 continue
             if isinstance(payload, Mapping):
+                if may_hold_lone_surrogates(ev.payload or ""):
+                    payload = without_lone_surrogates(payload, f"event {ev.id}")
                 applied.merge(apply_event(self.mirror, payload))
         if applied.reset or not applied.fetch:
             return applied

@@ -155,3 +155,18 @@ def test_lone_surrogates_duplicate_tasks_and_messages(tmp_path, tiny_chunks):
     p.write_text('[{"id": 1, "t": "ab\x01"}]')
     with pytest.raises(AdapterError, match="Invalid control character at line 1 column 20$"):
         load_export(p)
+
+
+def test_lone_surrogates_in_json_text_read_elsewhere() -> None:
+    """The service parses webhook bodies and the exports it asks Label Studio for itself:
+    the same scan (text or bytes) and the same repair, naming where the text came from."""
+    from ls_agreement.adapters.export_stream import may_hold_lone_surrogates, without_lone_surrogates
+
+    body = json.dumps({"id": 3, "annotation": {"result": [{"value": {"choices": ["x\udc00"]}}]}})
+    assert may_hold_lone_surrogates(body) and may_hold_lone_surrogates(body.encode())
+    assert not may_hold_lone_surrogates(json.dumps({"t": "\U0001F600"}, ensure_ascii=False).encode())
+    with pytest.warns(UserWarning, match=r"event 7: task 3: annotation\.result\[0\]\.value\.choices\[0\] held"):
+        fixed = without_lone_surrogates(json.loads(body), "event 7")
+    assert fixed["annotation"]["result"][0]["value"]["choices"] == ["x\ufffd"]
+    paired = json.loads(json.dumps({"id": 4, "t": "\U0001F600"}))      # escaped as a pair: one character
+    assert may_hold_lone_surrogates(json.dumps(paired)) and without_lone_surrogates(paired, "x") == paired
