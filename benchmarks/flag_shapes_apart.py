@@ -102,11 +102,19 @@ class _Builder:
         self.tasks.append({"id": int(tid), "data": data, "annotations": anns, "predictions": []})
 
 
-def _header(rng: np.random.Generator) -> tuple[int, int]:
-    """The number of tasks and the size of the annotator pool."""
+def _header(rng: np.random.Generator, first_id: int) -> tuple[int, np.ndarray]:
+    """The number of tasks and the annotator pool's user ids (from ``first_id`` on)."""
     n_tasks = int(rng.integers(260, 371))
     n_pool = int(rng.integers(8, 13))
-    return n_tasks, n_pool
+    return n_tasks, np.arange(first_id, first_id + n_pool)
+
+
+def _regions_start(shape: ApartShape, rng: np.random.Generator, first_id: int,
+                   config: str) -> tuple[int, np.ndarray, int, ShapeProject]:
+    """A region shape's tasks, pool, bad annotator (always one) and empty project."""
+    n_tasks, ids = _header(rng, first_id)
+    bad = int(rng.choice(ids))
+    return n_tasks, ids, bad, ShapeProject(name=shape.name, tasks=[], bad=str(bad), config=config)
 
 
 def _assign(rng: np.random.Generator, ids: np.ndarray) -> list[int]:
@@ -149,8 +157,7 @@ def _categorical(shape: ApartShape, rng: np.random.Generator) -> ShapeProject:
     """A Choices project (spam, random30, ambiguous, null, hard); the ambiguous one has a
     Rating control ``quality`` beside it."""
     key = shape.key
-    n_tasks, n_pool = _header(rng)
-    ids = np.arange(101, 101 + n_pool)
+    n_tasks, ids = _header(rng, 101)
     k = CLASSES[key]
     labels = [f"c{i}" for i in range(k)]
     prior = np.sort(rng.dirichlet(np.full(k, 2.0)))[::-1]      # skewed; c0 the most common
@@ -203,14 +210,11 @@ def _categorical(shape: ApartShape, rng: np.random.Generator) -> ShapeProject:
 
 def _boxes(shape: ApartShape, rng: np.random.Generator) -> ShapeProject:
     """RectangleLabels on 800 × 600 images; the bad annotator shifts their boxes on 20 % of the tasks."""
-    n_tasks, n_pool = _header(rng)
-    ids = np.arange(201, 201 + n_pool)
-    bad = int(rng.choice(ids))
     width, height = 800, 600
     lab_xml = "".join(f'<Label value="{lab}"/>' for lab in BOX_LABELS)
-    proj = ShapeProject(name=shape.name, tasks=[], bad=str(bad),
-                        config=(f'<View><Image name="image" value="$image"/><RectangleLabels name="box" '
-                                f'toName="image">{lab_xml}</RectangleLabels></View>'))
+    n_tasks, ids, bad, proj = _regions_start(
+        shape, rng, 201, f'<View><Image name="image" value="$image"/><RectangleLabels name="box" '
+                         f'toName="image">{lab_xml}</RectangleLabels></View>')
     b = _Builder()
     for t in range(n_tasks):
         tid = 2000 + t
@@ -252,14 +256,11 @@ def _boxes(shape: ApartShape, rng: np.random.Generator) -> ShapeProject:
 
 def _entities(shape: ApartShape, rng: np.random.Generator) -> ShapeProject:
     """Labels on Text with named entities; the bad annotator misses each with probability 0.35."""
-    n_tasks, n_pool = _header(rng)
-    ids = np.arange(301, 301 + n_pool)
-    bad = int(rng.choice(ids))
     kinds = list(NAMES)
     lab_xml = "".join(f'<Label value="{lab}"/>' for lab in kinds)
-    proj = ShapeProject(name=shape.name, tasks=[], bad=str(bad),
-                        config=(f'<View><Labels name="ner" toName="text">{lab_xml}</Labels>'
-                                f'<Text name="text" value="$text"/></View>'))
+    n_tasks, ids, bad, proj = _regions_start(
+        shape, rng, 301, f'<View><Labels name="ner" toName="text">{lab_xml}</Labels>'
+                         f'<Text name="text" value="$text"/></View>')
     b = _Builder()
     for t in range(n_tasks):
         tid = 3000 + t
