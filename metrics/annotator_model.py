@@ -133,6 +133,11 @@ class LabelModel:
     log_posterior: float = float("nan")
     even_share: float = _EVEN_START
 
+    def reliability(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Each annotator's reliability θ̂ (shape (A,)), its 95 % interval (shape (A, 2))
+        and whether they depart (shape (A,) bool), as :meth:`.consensus.DistanceModel.reliability`."""
+        return self.sound_best, self.sound_ci, self.sound < CAREFUL
+
     @property
     def own_confusion(self) -> np.ndarray:
         """Each annotator's C_a, shape (A, K, K)."""

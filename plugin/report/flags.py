@@ -27,11 +27,11 @@ import numpy as np
 import pandas as pd
 
 from ls_agreement.metrics.annotator_model import LabelModel, fit_label_model, read_labels
-from ls_agreement.metrics.consensus import DistanceModel, TaskPairs, fit_consensus, read_consensus, task_pairs
+from ls_agreement.metrics.consensus import (LOCATION_KINDS, DistanceModel, TaskPairs, fit_consensus, read_consensus,
+                                            task_pairs)
 from ls_agreement.metrics.departures import REGION_KINDS, how_departs
 from ls_agreement.metrics.distances.registry import get_distance
 from ls_agreement.metrics.result import finite_or_none
-from ls_agreement.metrics.sound_share import CAREFUL
 from ls_agreement.metrics.task_ambiguity import fit_task_ambiguity, task_ambiguity
 from ls_agreement.metrics.task_departures import fit_departing_shares
 
@@ -156,7 +156,8 @@ def _distance_fit(m: DistanceModel) -> "AnnotatorFit":
 
     return DistanceFit(distance=m.distance, edges=m.edges.tolist(), sound_pdf=m.sound_pdf.tolist(),
                        departs_pdf=m.departs_pdf.tolist(), annotators=list(m.annotators), sound=m.sound.tolist(),
-                       ambiguity=float(m.ambiguity), n_answers=[int(n) for n in m.n_answers])
+                       ambiguity=float(m.ambiguity), n_answers=[int(n) for n in m.n_answers],
+                       location=None if m.location is None else _distance_fit(m.location), regions=m.regions)
 
 
 def _distance_model(f: Any) -> DistanceModel:
@@ -164,7 +165,8 @@ def _distance_model(f: Any) -> DistanceModel:
     return DistanceModel(edges=np.asarray(f.edges), sound_pdf=np.asarray(f.sound_pdf),
                          departs_pdf=np.asarray(f.departs_pdf), annotators=tuple(f.annotators), sound=sound,
                          sound_best=sound, sound_ci=np.zeros((sound.size, 2)), ambiguity=float(f.ambiguity),
-                         n_answers=np.asarray(f.n_answers, dtype=np.int64), distance=f.distance)
+                         n_answers=np.asarray(f.n_answers, dtype=np.int64), distance=f.distance,
+                         location=None if f.location is None else _distance_model(f.location), regions=f.regions)
 
 
 # ---------------------------------------------------------------------------------------
@@ -353,6 +355,12 @@ def _read_labels(entry: "ControlReport", model: LabelModel, table: pd.DataFrame,
         rec.reason = _reason(rec, named, others, split, names, doubted)
 
 
+def _reach(model: DistanceModel) -> float:
+    """How far sound answers reach (95 % of f_s), for the reasons."""
+    at = np.searchsorted(np.cumsum(model.sound_pdf) * (model.edges[1] - model.edges[0]), 0.95)
+    return float(model.edges[min(int(at) + 1, model.edges.size - 1)])
+
+
 def _read_distances(entry: "ControlReport", model: DistanceModel, table: pd.DataFrame,
                     items: Mapping[str, "ItemEntry"], names: Mapping[str, str],
                     pairs: TaskPairs | None = None) -> None:
@@ -370,9 +378,14 @@ def _read_distances(entry: "ControlReport", model: DistanceModel, table: pd.Data
     if entry.kind in REGION_KINDS and named_rows.size:
         said = how_departs(entry.kind, [vals[k] for k in cons_row[named_rows]], [vals[k] for k in named_rows])
         how = {int(k): h for k, h in zip(named_rows, said) if h}
-    # how far sound answers reach (95 % of f_s), for the reasons of kinds without regions
-    at = np.searchsorted(np.cumsum(model.sound_pdf) * (model.edges[1] - model.edges[0]), 0.95)
-    reach = float(model.edges[min(int(at) + 1, model.edges.size - 1)])
+    reach = _reach(model)
+    if r.location is not None and r.p_moved is not None and model.location is not None:
+        # a region placed off within the error classes' IoU cut: said by the location model
+        moved_reach = _reach(model.location)
+        for k in named_rows.tolist():
+            if k not in how and r.p_moved[k] >= _NAMED_FROM:
+                how[k] = (f"its regions placed off: {r.location[k]:.2g} of their overlap with the consensus lost "
+                          f"(1 − IoU; careful answers lose up to {moved_reach:.2g})")
     # the loop below reads Python numbers (a numpy scalar per access costs ten times more)
     p_flag, p_amb, cons_p = r.p_flag.tolist(), r.p_ambiguous.tolist(), r.consensus_p.tolist()
     lr, consensus = r.log_lr_ambiguous.tolist(), med.consensus.tolist()
@@ -480,18 +493,20 @@ def fit_review(entry: "ControlReport", table: pd.DataFrame, names: Mapping[str, 
         # the distances of every within-task pair, computed once for the fit and the reading
         dist = get_distance(entry.distance)
         pairs = task_pairs(item, list(table["value"]), dist)
-        model = fit_consensus(pairs, who, distance=dist.name)
+        model = fit_consensus(pairs, who, distance=dist.name,
+                              regions=entry.kind if entry.kind in LOCATION_KINDS else None)
         entry.flags = _distance_fit(model)
         # the reading resolves the stored name; and it starts with no texts read (medoids'
         # ties read a value's text per key, and a span's key ignores its text: which row
         # names a key must be the reading's own first, as when it computed the pairs itself)
         pairs = dataclasses.replace(pairs, texts={}) if get_distance(model.distance) is dist else None
-    for a, best, (lo, hi), theta in zip(model.annotators, model.sound_best, model.sound_ci, model.sound):
+    reliability, interval, departs = model.reliability()
+    for a, best, (lo, hi), gone in zip(model.annotators, reliability, interval, departs.tolist()):
         rec = entry.annotators.get(a)
         if rec is not None:
             rec.reliability = finite_or_none(best)
             rec.reliability_ci = (finite_or_none(lo), finite_or_none(hi))
-            rec.departs = bool(theta < CAREFUL)
+            rec.departs = gone
     _read(entry, table, entry.items, names, pairs, pooled)
 
 

@@ -378,7 +378,9 @@ class LabelFit:
 class DistanceFit:
     """The annotator model of any other control (``metrics/consensus.py``): a task's
     consensus is its medoid under ``distance``; the densities of a sound and of a departing
-    answer's distance to it on the bins ``edges``; per annotator ``sound`` θ; ``ambiguity`` ρ."""
+    answer's distance to it on the bins ``edges``; per annotator ``sound`` θ; ``ambiguity`` ρ.
+    For regions, ``location``: the same model of where an answer puts the regions it shares
+    with the consensus (its ``distance`` names the ``regions``' kind); null for other kinds."""
 
     model: Literal["distances"] = "distances"
     distance: str = ""
@@ -389,6 +391,8 @@ class DistanceFit:
     sound: list[float] = field(default_factory=list)
     ambiguity: float = 0.0
     n_answers: list[int] = field(default_factory=list)
+    location: "DistanceFit | None" = None
+    regions: str = ""
 
 
 #: The fitted annotator model of a control (``ControlReport.flags``).
