@@ -40,10 +40,12 @@ from scipy.stats import binom
 from .distances.base import Distance, compute_distinct, value_keys
 from .distances.registry import DistanceLike, get_distance
 from .error_types import RegionSet
+from .miss_rates import MissModel, fit_miss_model
 from .sound_share import CAREFUL, DEPARTS_AT, sound_profile
 
 __all__ = ["DistanceModel", "ConsensusReading", "Medoids", "TaskPairs", "task_pairs", "medoids", "fit_distance_model",
-           "read_consensus", "consensus_model", "fit_consensus", "location_losses", "LOCATION_KINDS"]
+           "read_consensus", "consensus_model", "fit_consensus", "location_losses", "compare_regions",
+           "RegionComparison", "LOCATION_KINDS"]
 
 #: The region kinds whose answers' location is read apart (:func:`location_losses`).
 LOCATION_KINDS = ("boxes", "polygons", "spans", "intervals")
@@ -283,6 +285,10 @@ class DistanceModel:
         regions it shares with the consensus (:func:`location_losses`), with its own θ:
         a shift is read apart from the misses and other labels that careful work also makes
         (``regions`` names their kind). None for other kinds.
+    missed : MissModel or None
+        For regions, how often each annotator leaves out a region the consensus marks
+        (:mod:`.miss_rates`): a single missed entity of six is read by the annotator's rate,
+        not by how far one miss puts an answer. None for other kinds.
     """
 
     edges: np.ndarray
@@ -297,6 +303,7 @@ class DistanceModel:
     distance: str = ""
     n_iter: int = 0
     location: "DistanceModel | None" = None
+    missed: MissModel | None = None
     regions: str = ""
 
     @property
@@ -321,19 +328,28 @@ class DistanceModel:
 
     def weights(self, annotators: Sequence[str]) -> np.ndarray:
         """How much each answer of ``annotators`` counts towards its task's consensus: θ,
-        times the location model's θ where there is one, shape (n,)."""
+        times the location and miss models' θ where there are, shape (n,)."""
         theta = self.theta(annotators)
-        return theta if self.location is None else theta * self.location.theta(annotators)
+        if self.location is not None:
+            theta = theta * self.location.theta(annotators)
+        return theta if self.missed is None else theta * self.missed.theta(annotators)
 
     def reliability(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Each annotator's reliability θ̂ (shape (A,)), its 95 % interval (shape (A, 2))
-        and whether they depart (shape (A,) bool): with a location model, the share of
-        answers sound in both respects, taken as independent (θ̂ and the interval's
-        bounds multiplied), departing in either."""
+        and whether they depart (shape (A,) bool): with location and miss models, the
+        share of answers sound in every respect, taken as independent (θ̂ and the
+        interval's bounds multiplied by those of the models that let them depart),
+        departing in any."""
         best, ci, departs = self.sound_best, self.sound_ci, self.sound < CAREFUL
-        if self.location is not None:
-            loc = self.location
-            best, ci, departs = best * loc.sound_best, ci * loc.sound_ci, departs | (loc.sound < CAREFUL)
+        for part, gone in ((self.location, None if self.location is None else self.location.sound < CAREFUL),
+                           (self.missed, None if self.missed is None else self.missed.sound < 1.0)):
+            if part is None or gone is None:
+                continue
+            # only where it lets them depart: else their shifts and misses are read by the
+            # distance, as careful work or its departures, and would count twice
+            best = best * np.where(gone, part.sound_best, 1.0)
+            ci = ci * np.where(gone[:, None], part.sound_ci, 1.0)
+            departs = departs | gone
         return best, ci, departs
 
     def densities(self, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -363,9 +379,10 @@ class ConsensusReading:
         Per answer: posterior that it is a sound answer of the task's other reading.
     log_lr_ambiguous : ndarray, shape (T,)
         log P(answers | ambiguous) − log P(answers | ordinary), whatever ρ.
-    location, p_moved : ndarray, shape (N,), or None
-        With a location model: each answer's :func:`location_losses` and the posterior that
-        its regions lie elsewhere (its part of ``p_departs``).
+    location, p_moved, p_missed : ndarray, shape (N,), or None
+        With location and miss models: each answer's :func:`location_losses`, the posterior
+        that its regions lie elsewhere and that it leaves out a region as careful work would
+        not (their parts of ``p_departs``).
     """
 
     medoids: Medoids
@@ -377,6 +394,7 @@ class ConsensusReading:
     log_lr_ambiguous: np.ndarray
     location: np.ndarray | None = None
     p_moved: np.ndarray | None = None
+    p_missed: np.ndarray | None = None
 
 
 def _bin(d: np.ndarray, edges: np.ndarray) -> np.ndarray:
@@ -796,11 +814,29 @@ def fit_distance_model(medoid: Medoids, annotator: Sequence[Any], *, distance: s
                          n_answers=n_answers, distance=distance, n_iter=n_iter)
 
 
-def location_losses(pairs: TaskPairs, med: Medoids, kind: str) -> np.ndarray:
-    """Per answer (input order), how far the regions it shares with its task's consensus lie
-    from the consensus's (:func:`.error_types.pair_location_loss`: the mean ``1 − IoU`` of
-    the matched regions); NaN for the consensus itself, an answer alone on its task and an
-    answer sharing no region with the consensus.
+@dataclass(frozen=True)
+class RegionComparison:
+    """Each answer (input order) against its task's consensus, region by region (NaN for the
+    consensus itself and an answer alone on its task).
+
+    Attributes
+    ----------
+    loss : ndarray, shape (N,)
+        How far the regions it shares with the consensus lie from the consensus's
+        (:func:`.error_types.pair_location_loss`: the mean ``1 − IoU`` of the matched
+        regions; NaN too where it shares none).
+    missed, shown : ndarray, shape (N,)
+        The consensus's regions it leaves out, and the consensus's regions.
+    """
+
+    loss: np.ndarray
+    missed: np.ndarray
+    shown: np.ndarray
+
+
+def compare_regions(pairs: TaskPairs, med: Medoids, kind: str) -> RegionComparison:
+    """Every answer against its task's consensus, region by region (one matching per answer,
+    the error classes' of :mod:`.error_types`).
 
     Parameters
     ----------
@@ -813,18 +849,25 @@ def location_losses(pairs: TaskPairs, med: Medoids, kind: str) -> np.ndarray:
 
     Returns
     -------
-    ndarray, shape (N,)
+    RegionComparison
     """
     n = pairs.order.size
     at = np.empty(n, dtype=np.int64)
     at[pairs.order] = np.arange(n)                 # input row -> position in pairs.values
     rows = np.flatnonzero(~med.is_consensus & np.isfinite(med.distance))
-    out = np.full(n, np.nan)
+    out = [np.full(n, np.nan) for _ in range(3)]
     if rows.size:
         if kind not in pairs.regions:      # packed once: the fit and the reading ask again
             pairs.regions[kind] = RegionSet(pairs.values, kind)
-        out[rows] = pairs.regions[kind].location_loss(at[med.consensus[med.task_of[rows]]], at[rows])
-    return out
+        got = pairs.regions[kind].compare(at[med.consensus[med.task_of[rows]]], at[rows])
+        for o, g in zip(out, got):
+            o[rows] = g
+    return RegionComparison(loss=out[0], missed=out[1], shown=out[2])
+
+
+def location_losses(pairs: TaskPairs, med: Medoids, kind: str) -> np.ndarray:
+    """:attr:`RegionComparison.loss` of :func:`compare_regions`, shape (N,)."""
+    return compare_regions(pairs, med, kind).loss
 
 
 def _located(med: Medoids, loss: np.ndarray) -> Medoids:
@@ -879,16 +922,54 @@ def read_consensus(model: DistanceModel, pairs: TaskPairs, annotator: Sequence[A
     if model.location is None:
         return _read_medoids(model, medoids(pairs, weight=theta), theta)[0]
     med = medoids(pairs, weight=model.weights(who))
-    losses = location_losses(pairs, med, model.regions)
-    loc, loc_clean = _read_medoids(model.location, _located(med, losses), model.location.theta(who))
-    # as in the fit, an answer whose regions lie elsewhere says nothing more through its
-    # distance: read there by a careful annotator's θ, it made its task look split
-    moved = loc.p_departs >= 0.5
-    r, clean = _read_medoids(model, _located(med, np.where(moved, np.nan, med.distance)), theta)
+    regions = _read_regions(model, pairs, med, who)
+    r, clean = _read_medoids(model, _located(med, np.where(regions.explained, np.nan, med.distance)), theta)
     return dataclasses.replace(
-        r, medoids=med, consensus_p=r.consensus_p * loc.consensus_p,
-        p_flag=np.clip(1.0 - (1.0 - r.p_ambiguous) * clean * loc_clean, 0.0, 1.0),
-        p_departs=1.0 - (1.0 - r.p_departs) * (1.0 - loc.p_departs), location=losses, p_moved=loc.p_departs)
+        r, medoids=med, consensus_p=r.consensus_p * regions.consensus_p,
+        p_flag=np.clip(1.0 - (1.0 - r.p_ambiguous) * clean * regions.clean, 0.0, 1.0),
+        p_departs=1.0 - (1.0 - r.p_departs) * (1.0 - regions.p_moved) * (1.0 - regions.p_missed),
+        location=regions.compared.loss, p_moved=regions.p_moved, p_missed=regions.p_missed)
+
+
+@dataclass(frozen=True)
+class _RegionReading:
+    """What the location and miss models say of each answer (input order) and task."""
+
+    compared: RegionComparison
+    p_moved: np.ndarray          # (N,) its regions lie elsewhere
+    p_missed: np.ndarray         # (N,) it leaves out a region as careful work would not
+    clean: np.ndarray            # (T,) P(no answer does either)
+    consensus_p: np.ndarray      # (T,) P(the consensus answer does neither)
+
+    @property
+    def explained(self) -> np.ndarray:
+        """Answers whose distance to the consensus one of the two explains: an answer whose
+        regions lie elsewhere, or that leaves out regions, is far for that alone. Left in
+        the distance model, it made its annotator depart there too, and their ordinary
+        slips were then flagged beside it; and read with a careful θ, its task looked split."""
+        return (self.p_moved >= 0.5) | (self.p_missed >= 0.5)
+
+
+def _read_regions(model: DistanceModel, pairs: TaskPairs, med: Medoids, who: Sequence[str],
+                  location: "DistanceModel | None" = None, missed: "MissModel | None" = None) -> _RegionReading:
+    """The location and miss models' reading of every answer against ``med``'s consensus
+    (``location``, ``missed``: models to read with instead of ``model``'s)."""
+    location = location or model.location
+    missed = missed or model.missed
+    assert location is not None
+    compared = compare_regions(pairs, med, model.regions)
+    loc, loc_clean = _read_medoids(location, _located(med, compared.loss), location.theta(who))
+    n_tasks = med.items.size
+    if missed is None:
+        p_missed = np.zeros(med.distance.size)
+    else:
+        p_missed = np.where(med.is_consensus, 0.0, missed.p_departs(who, compared.missed))
+    miss_clean = np.exp(np.bincount(med.task_of, weights=np.log1p(-np.minimum(p_missed, 1 - 1e-15)),
+                                    minlength=n_tasks))
+    cons = med.consensus
+    cons_p = loc.consensus_p * (1.0 if missed is None else missed.theta([who[k] for k in cons.tolist()]))
+    return _RegionReading(compared=compared, p_moved=loc.p_departs, p_missed=p_missed, clean=loc_clean * miss_clean,
+                          consensus_p=cons_p)
 
 
 def consensus_model(item: Sequence[Hashable] | np.ndarray, annotator: Sequence[Any], values: Sequence[Any],
@@ -944,17 +1025,23 @@ def fit_consensus(pairs: TaskPairs, annotator: Sequence[Any], *, distance: str =
     if regions not in LOCATION_KINDS:
         raise ValueError(f"regions must be one of {LOCATION_KINDS}, got {regions!r}")
     med = medoids(pairs, weight=theta)
-    location = fit_distance_model(_located(med, location_losses(pairs, med, regions)), annotator,
-                                  distance=f"location ({regions})", ambiguity=False)
-    if not np.all(location.sound == CAREFUL):
-        # the annotators who depart in where they put regions are no consensus either
-        med = medoids(pairs, weight=dataclasses.replace(model, location=location).weights(who))
-        located = _located(med, location_losses(pairs, med, regions))
-        location = fit_distance_model(located, annotator, distance=f"location ({regions})", ambiguity=False)
-        # an answer whose regions lie elsewhere is far from the consensus for that alone:
-        # left in, it made its annotator depart in the distance too, and their ordinary
-        # misses (careful work's) were then flagged as departures beside their shifts
-        moved = _read_medoids(location, located, location.theta(who))[0].p_departs >= 0.5
-        model = fit_distance_model(_located(med, np.where(moved, np.nan, med.distance)), annotator,
+    location, missed = _fit_regions(pairs, med, annotator, regions)
+    if not (np.all(location.sound == CAREFUL) and np.all(missed.sound == 1.0)):
+        # who departs in where they put regions or in leaving them out is no consensus either
+        med = medoids(pairs, weight=dataclasses.replace(model, location=location, missed=missed,
+                                                        regions=regions).weights(who))
+        location, missed = _fit_regions(pairs, med, annotator, regions)
+        explained = _read_regions(dataclasses.replace(model, location=location, missed=missed, regions=regions),
+                                  pairs, med, who).explained
+        model = fit_distance_model(_located(med, np.where(explained, np.nan, med.distance)), annotator,
                                    distance=distance, ambiguity=ambiguity)
-    return dataclasses.replace(model, location=location, regions=regions)
+    return dataclasses.replace(model, location=location, missed=missed, regions=regions)
+
+
+def _fit_regions(pairs: TaskPairs, med: Medoids, annotator: Sequence[Any],
+                 regions: str) -> tuple[DistanceModel, MissModel]:
+    """The location model and the miss model of the answers against ``med``'s consensus."""
+    compared = compare_regions(pairs, med, regions)
+    location = fit_distance_model(_located(med, compared.loss), annotator, distance=f"location ({regions})",
+                                  ambiguity=False)
+    return location, fit_miss_model(annotator, compared.missed, compared.shown)

@@ -236,11 +236,18 @@ class RegionSet:
     def location_loss(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
         """:func:`pair_location_loss` of the value pairs ``(values[i[k]], values[j[k]])``,
         shape (len(i),)."""
+        return self.compare(i, j)[0]
+
+    def compare(self, i: np.ndarray, j: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """For the value pairs ``(values[i[k]], values[j[k]])``: :func:`pair_location_loss`,
+        the regions of ``values[i[k]]`` that ``values[j[k]]`` leaves out (no region of it
+        matches them), and the regions of ``values[i[k]]``; shapes (len(i),)."""
         if i.size == 0:
-            return np.zeros(0)
-        counts, _, _, loss = _pair_counts(self._packed, self._iou, self._threshold, i, j, with_loss=True)
+            return np.zeros(0), np.zeros(0), np.zeros(0)
+        counts, left_out, _, loss = _pair_counts(self._packed, self._iou, self._threshold, i, j, with_loss=True)
         matched = counts.sum(axis=1)
-        return np.where(matched > 0, loss / np.maximum(matched, 1), np.nan)
+        return (np.where(matched > 0, loss / np.maximum(matched, 1), np.nan), left_out.astype(float),
+                self._packed.counts[i].astype(float))
 
 
 def _pair_counts(packed: Any, iou: Callable[[np.ndarray, np.ndarray], np.ndarray], threshold: float,

@@ -31,12 +31,13 @@ from ls_agreement.metrics.consensus import (LOCATION_KINDS, DistanceModel, TaskP
                                             task_pairs)
 from ls_agreement.metrics.departures import REGION_KINDS, how_departs
 from ls_agreement.metrics.distances.registry import get_distance
+from ls_agreement.metrics.miss_rates import MissModel
 from ls_agreement.metrics.result import finite_or_none
 from ls_agreement.metrics.task_ambiguity import fit_task_ambiguity, task_ambiguity
 from ls_agreement.metrics.task_departures import fit_departing_shares
 
 if TYPE_CHECKING:
-    from .model import AnnotatorFit, ControlReport, ItemEntry
+    from .model import AnnotatorFit, ControlReport, ItemEntry, MissFit
 
 __all__ = ["fit_review", "read_review", "may_pool_departures", "pools_departures", "drop_departing_ratios",
            "task_flag", "fit_ambiguity", "fit_departing",
@@ -157,7 +158,23 @@ def _distance_fit(m: DistanceModel) -> "AnnotatorFit":
     return DistanceFit(distance=m.distance, edges=m.edges.tolist(), sound_pdf=m.sound_pdf.tolist(),
                        departs_pdf=m.departs_pdf.tolist(), annotators=list(m.annotators), sound=m.sound.tolist(),
                        ambiguity=float(m.ambiguity), n_answers=[int(n) for n in m.n_answers],
-                       location=None if m.location is None else _distance_fit(m.location), regions=m.regions)
+                       location=None if m.location is None else _distance_fit(m.location),
+                       missed=None if m.missed is None else _miss_fit(m.missed), regions=m.regions)
+
+
+def _miss_fit(m: MissModel) -> "MissFit":
+    from .model import MissFit
+
+    return MissFit(annotators=list(m.annotators), careful_rate=float(m.careful_rate), rate=m.rate.tolist(),
+                   sound=m.sound.tolist())
+
+
+def _miss_model(f: Any) -> MissModel:
+    sound = np.asarray(f.sound, dtype=float)
+    return MissModel(annotators=tuple(f.annotators), careful_rate=float(f.careful_rate),
+                     rate=np.asarray(f.rate, dtype=float), sound=sound, sound_best=sound,
+                     sound_ci=np.zeros((sound.size, 2)), n_regions=np.zeros(sound.size, dtype=np.int64),
+                     n_missed=np.zeros(sound.size, dtype=np.int64))
 
 
 def _distance_model(f: Any) -> DistanceModel:
@@ -166,7 +183,8 @@ def _distance_model(f: Any) -> DistanceModel:
                          departs_pdf=np.asarray(f.departs_pdf), annotators=tuple(f.annotators), sound=sound,
                          sound_best=sound, sound_ci=np.zeros((sound.size, 2)), ambiguity=float(f.ambiguity),
                          n_answers=np.asarray(f.n_answers, dtype=np.int64), distance=f.distance,
-                         location=None if f.location is None else _distance_model(f.location), regions=f.regions)
+                         location=None if f.location is None else _distance_model(f.location),
+                         missed=None if f.missed is None else _miss_model(f.missed), regions=f.regions)
 
 
 # ---------------------------------------------------------------------------------------

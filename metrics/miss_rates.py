@@ -1,0 +1,143 @@
+"""How often each annotator leaves out a region that the consensus marks: a per-region rate
+beside the distance model of :mod:`.consensus` (docs/formulas.md "Flags", *What regions
+are left out*).
+
+A distance reads a whole answer as one number, and an answer that leaves out one entity of
+six lies where careful work often lies (careful annotators who miss one entity in thirty
+leave out one of six in a sixth of their answers), so an annotator who misses one entity in
+three had their single misses read as careful work. Counted region by region, the two
+differ plainly: each region the consensus marks is left out by a careful annotator at the
+shared rate ``r₀``, and by annotator ``a`` at ``r_a``. Where ``r_a`` clearly exceeds
+``r₀`` (their binomial likelihood gains :data:`~.sound_share.DEPARTS_AT` or more over
+``r₀``; the others then set ``r₀`` again), each of their misses is one of careful work's
+with probability ``r₀ / r_a`` and theirs otherwise, so an answer that leaves out ``m``
+regions holds a departing miss with probability ``1 − (r₀ / r_a)^m``.
+
+Each annotator's *sound share* θ: the share of their answers with no departing miss, the
+mean of ``(r₀ / r_a)^m`` over their answers (1 for a careful annotator); its interval from
+the Jeffreys interval of ``r_a``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from .sound_share import DEPARTS_AT
+
+__all__ = ["MissModel", "fit_miss_model"]
+
+
+@dataclass(frozen=True)
+class MissModel:
+    """Every annotator's rate of leaving out a region the consensus marks.
+
+    Attributes
+    ----------
+    annotators : tuple of str, shape (A,)
+    careful_rate : float
+        ``r₀``: the careful annotators' rate.
+    rate : ndarray, shape (A,)
+        ``r_a`` as the reading uses it: ``r₀`` unless their misses clearly exceed it.
+    sound, sound_best : ndarray, shape (A,)
+        θ as used (1 for a careful annotator) and at their own rate ``r̂_a`` (their
+        reliability in this respect).
+    sound_ci : ndarray, shape (A, 2)
+        θ at the bounds of ``r_a``'s 95 % Jeffreys interval.
+    n_regions, n_missed : ndarray of int, shape (A,)
+        The consensus's regions each annotator was shown, and those they left out.
+    """
+
+    annotators: tuple[str, ...]
+    careful_rate: float
+    rate: np.ndarray
+    sound: np.ndarray
+    sound_best: np.ndarray
+    sound_ci: np.ndarray
+    n_regions: np.ndarray
+    n_missed: np.ndarray
+
+    def _per_answer(self, values: np.ndarray, default: float, annotators: Sequence[str]) -> np.ndarray:
+        index = {a: k for k, a in enumerate(self.annotators)}
+        codes, distinct = pd.factorize(pd.Series([str(a) for a in annotators], dtype=object), sort=False)
+        per = np.array([values[index[a]] if a in index else default for a in distinct], dtype=float)
+        return per[codes] if len(codes) else np.zeros(0)
+
+    def theta(self, annotators: Sequence[str]) -> np.ndarray:
+        """θ of each of ``annotators`` (1 for one the fit has not seen), shape (n,)."""
+        return self._per_answer(self.sound, 1.0, annotators)
+
+    def p_departs(self, annotators: Sequence[str], missed: np.ndarray) -> np.ndarray:
+        """Per answer, the posterior that it holds a departing miss: ``1 − (r₀ / r_a)^m``.
+
+        Parameters
+        ----------
+        annotators : sequence of str, shape (n,)
+        missed : ndarray, shape (n,)
+            The consensus's regions each answer leaves out (NaN: none to leave out).
+        """
+        rate = self._per_answer(self.rate, self.careful_rate, annotators)
+        m = np.nan_to_num(np.asarray(missed, dtype=float), nan=0.0)
+        return 1.0 - np.power(self.careful_rate / np.maximum(rate, self.careful_rate), m)
+
+
+def _binomial_gain(k: np.ndarray, n: np.ndarray, r: np.ndarray, r0: float) -> np.ndarray:
+    """log Binom(k; n, r) − log Binom(k; n, r0), shapes (A,)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = k * np.log(r / r0) + (n - k) * np.log1p(-r) - (n - k) * np.log1p(-r0)
+    return np.nan_to_num(out, nan=0.0)
+
+
+def _share_kept(ratio: np.ndarray, a: np.ndarray, m: np.ndarray, n_ann: int) -> np.ndarray:
+    """Per annotator, the mean over their answers of ``ratio[a] ** m``, shape (A,)."""
+    count = np.maximum(np.bincount(a, minlength=n_ann), 1)
+    return np.bincount(a, weights=np.power(ratio[a], m), minlength=n_ann) / count
+
+
+def fit_miss_model(annotator: Sequence[Any], missed: np.ndarray, shown: np.ndarray) -> MissModel:
+    """Fit every annotator's rate of leaving out the consensus's regions.
+
+    Parameters
+    ----------
+    annotator : sequence of str, shape (N,)
+        Each answer's annotator.
+    missed, shown : ndarray, shape (N,)
+        Per answer, the consensus's regions it leaves out and the consensus's regions (NaN
+        for the consensus itself and an answer alone: they count for nothing).
+
+    Returns
+    -------
+    MissModel
+    """
+    codes, labels = pd.factorize(pd.Series([str(a) for a in annotator], dtype=object), sort=True)
+    n_ann = len(labels)
+    missed, shown = np.asarray(missed, dtype=float), np.asarray(shown, dtype=float)
+    seen = np.isfinite(missed) & np.isfinite(shown) & (shown > 0)
+    a, m = codes[seen].astype(np.int64), missed[seen]
+    k = np.bincount(a, weights=m, minlength=n_ann)
+    n = np.bincount(a, weights=shown[seen], minlength=n_ann)
+    careful = np.ones(n_ann, dtype=bool)
+    r0 = 0.0
+    own = np.zeros(n_ann)
+    for _ in range(max(n_ann, 1)):
+        # half a miss over the careful annotators' regions where none is left out: a rate of
+        # 0 would make any miss a certain departure
+        total = float(n[careful].sum())
+        r0 = max(float(k[careful].sum()), 0.5) / max(total, 1.0)
+        own = np.clip(np.where(n > 0, k / np.maximum(n, 1.0), r0), r0, 1.0 - 1e-9)
+        freed = careful & (_binomial_gain(k, n, own, r0) >= DEPARTS_AT)
+        if not freed.any():
+            break
+        careful &= ~freed
+    rate = np.where(careful, r0, own)
+    lo = np.maximum(stats.beta.ppf(0.025, k + 0.5, n - k + 0.5), r0)
+    hi = np.maximum(stats.beta.ppf(0.975, k + 0.5, n - k + 0.5), r0)
+    best = _share_kept(r0 / own, a, m, n_ann)
+    return MissModel(annotators=tuple(str(x) for x in labels), careful_rate=r0, rate=rate,
+                     sound=np.where(careful, 1.0, _share_kept(r0 / np.maximum(rate, r0), a, m, n_ann)),
+                     sound_best=best,
+                     sound_ci=np.column_stack([_share_kept(r0 / hi, a, m, n_ann), _share_kept(r0 / lo, a, m, n_ann)]),
+                     n_regions=n.astype(np.int64), n_missed=k.astype(np.int64))
