@@ -1033,8 +1033,12 @@ def fit_consensus(pairs: TaskPairs, annotator: Sequence[Any], *, distance: str =
         location, missed = _fit_regions(pairs, med, annotator, regions)
         explained = _read_regions(dataclasses.replace(model, location=location, missed=missed, regions=regions),
                                   pairs, med, who).explained
-        model = fit_distance_model(_located(med, np.where(explained, np.nan, med.distance)), annotator,
-                                   distance=distance, ambiguity=ambiguity)
+        if explained.any():
+            # refitted only where an answer is explained: on other medoids alone the
+            # distance model moved for nothing (careful annotators let depart in two
+            # projects of forty where nobody else did)
+            model = fit_distance_model(_located(med, np.where(explained, np.nan, med.distance)), annotator,
+                                       distance=distance, ambiguity=ambiguity)
     return dataclasses.replace(model, location=location, missed=missed, regions=regions)
 
 

@@ -6,12 +6,14 @@ A distance reads a whole answer as one number, and an answer that leaves out one
 six lies where careful work often lies (careful annotators who miss one entity in thirty
 leave out one of six in a sixth of their answers), so an annotator who misses one entity in
 three had their single misses read as careful work. Counted region by region, the two
-differ plainly: each region the consensus marks is left out by a careful annotator at the
-shared rate ``r₀``, and by annotator ``a`` at ``r_a``. Where ``r_a`` clearly exceeds
-``r₀`` (their binomial likelihood gains :data:`~.sound_share.DEPARTS_AT` or more over
-``r₀``; the others then set ``r₀`` again), each of their misses is one of careful work's
-with probability ``r₀ / r_a`` and theirs otherwise, so an answer that leaves out ``m``
-regions holds a departing miss with probability ``1 − (r₀ / r_a)^m``.
+differ plainly: each region the consensus marks is left out by careful work at a rate up
+to ``r₀`` (the careful annotators' pooled rate, raised by the spread of their own rates
+beyond what sampling gives), and by annotator ``a`` at ``r_a``. Where ``r_a`` clearly
+exceeds what the other careful annotators reach (their binomial likelihood gains
+:data:`~.sound_share.DEPARTS_AT` or more; one annotator at a time, the clearest first),
+each of their misses is one of careful work's with probability ``r₀ / r_a`` and theirs
+otherwise, so an answer that leaves out ``m`` regions holds a departing miss with
+probability ``1 − (r₀ / r_a)^m``.
 
 Each annotator's *sound share* θ: the share of their answers with no departing miss, the
 mean of ``(r₀ / r_a)^m`` over their answers (1 for a careful annotator); its interval from
@@ -30,6 +32,10 @@ from .sound_share import DEPARTS_AT
 
 __all__ = ["MissModel", "fit_miss_model"]
 
+#: How far above the careful annotators' pooled rate careful work reaches, in standard
+#: deviations of their own rates (97.5 % of a normal spread).
+_REACH_Z = 1.96
+
 
 @dataclass(frozen=True)
 class MissModel:
@@ -39,9 +45,11 @@ class MissModel:
     ----------
     annotators : tuple of str, shape (A,)
     careful_rate : float
-        ``r₀``: the careful annotators' rate.
+        ``r₀``: the rate careful work reaches (the careful annotators' pooled rate, raised
+        by their own spread beyond sampling's, :func:`_careful_reach`).
     rate : ndarray, shape (A,)
-        ``r_a`` as the reading uses it: ``r₀`` unless their misses clearly exceed it.
+        ``r_a`` as the reading uses it: ``r₀`` unless their misses clearly exceed it, then
+        the low end of their rate's 95 % interval.
     sound, sound_best : ndarray, shape (A,)
         θ as used (1 for a careful annotator) and at their own rate ``r̂_a`` (their
         reliability in this respect).
@@ -97,8 +105,32 @@ def _share_kept(ratio: np.ndarray, a: np.ndarray, m: np.ndarray, n_ann: int) -> 
     return np.bincount(a, weights=np.power(ratio[a], m), minlength=n_ann) / count
 
 
+def _careful_reach(k: np.ndarray, n: np.ndarray) -> tuple[float, float]:
+    """The pooled rate of annotators with ``k`` misses of ``n`` regions each (shapes (A,);
+    at least half a miss, so that a rate of 0 never makes any miss a certain departure),
+    and the rate careful work reaches: the pooled rate plus :data:`_REACH_Z` times the spread
+    of the annotators' own rates beyond what binomial sampling gives (DerSimonian & Laird's
+    moment estimate; 0 where the rates are as alike as sampling allows)."""
+    total = float(n.sum())
+    r0 = max(float(k.sum()), 0.5) / max(total, 1.0)
+    used = n > 0
+    if used.sum() < 2:
+        return r0, r0
+    w = n[used] / (r0 * (1.0 - r0))
+    q = float(np.sum(w * (k[used] / n[used] - r0) ** 2))
+    tau2 = max(0.0, (q - (used.sum() - 1)) / (w.sum() - np.sum(w ** 2) / w.sum()))
+    return r0, r0 + _REACH_Z * float(np.sqrt(tau2))
+
+
 def fit_miss_model(annotator: Sequence[Any], missed: np.ndarray, shown: np.ndarray) -> MissModel:
     """Fit every annotator's rate of leaving out the consensus's regions.
+
+    Who departs is decided one annotator at a time, the clearest first: each careful
+    annotator's misses against the rate the *other* careful annotators reach
+    (:func:`_careful_reach`: their pooled rate, raised by their own spread). Against the
+    pooled rate alone, careful annotators whose rates differ by nature (1–8 % in a project
+    of ten) had the one at twice the others' let depart at two seeds of ten, and each of
+    their single misses flagged (10 % of one project's tasks).
 
     Parameters
     ----------
@@ -120,24 +152,30 @@ def fit_miss_model(annotator: Sequence[Any], missed: np.ndarray, shown: np.ndarr
     k = np.bincount(a, weights=m, minlength=n_ann)
     n = np.bincount(a, weights=shown[seen], minlength=n_ann)
     careful = np.ones(n_ann, dtype=bool)
-    r0 = 0.0
-    own = np.zeros(n_ann)
-    for _ in range(max(n_ann, 1)):
-        # half a miss over the careful annotators' regions where none is left out: a rate of
-        # 0 would make any miss a certain departure
-        total = float(n[careful].sum())
-        r0 = max(float(k[careful].sum()), 0.5) / max(total, 1.0)
-        own = np.clip(np.where(n > 0, k / np.maximum(n, 1.0), r0), r0, 1.0 - 1e-9)
-        freed = careful & (_binomial_gain(k, n, own, r0) >= DEPARTS_AT)
-        if not freed.any():
+    own = np.where(n > 0, k / np.maximum(n, 1.0), 0.0)
+    for _ in range(n_ann):
+        gain = np.zeros(n_ann)
+        for x in np.flatnonzero(careful & (n > 0)):
+            others = careful.copy()
+            others[x] = False
+            _, reach = _careful_reach(k[others], n[others])
+            if own[x] > reach:
+                gain[x] = _binomial_gain(k[x:x + 1], n[x:x + 1], own[x:x + 1], reach)[0]
+        clearest = int(np.argmax(gain))
+        if gain[clearest] < DEPARTS_AT:
             break
-        careful &= ~freed
-    rate = np.where(careful, r0, own)
-    lo = np.maximum(stats.beta.ppf(0.025, k + 0.5, n - k + 0.5), r0)
-    hi = np.maximum(stats.beta.ppf(0.975, k + 0.5, n - k + 0.5), r0)
-    best = _share_kept(r0 / own, a, m, n_ann)
-    return MissModel(annotators=tuple(str(x) for x in labels), careful_rate=r0, rate=rate,
-                     sound=np.where(careful, 1.0, _share_kept(r0 / np.maximum(rate, r0), a, m, n_ann)),
-                     sound_best=best,
-                     sound_ci=np.column_stack([_share_kept(r0 / hi, a, m, n_ann), _share_kept(r0 / lo, a, m, n_ann)]),
+        careful[clearest] = False
+    r0, reach = _careful_reach(k[careful], n[careful])
+    top = np.clip(np.maximum(own, reach), 1e-12, 1.0 - 1e-9)
+    lo = np.maximum(stats.beta.ppf(0.025, k + 0.5, n - k + 0.5), reach)
+    hi = np.maximum(stats.beta.ppf(0.975, k + 0.5, n - k + 0.5), reach)
+    # read at the low end of their interval: the annotator let depart by a lucky tail has
+    # the highest rate of the careful by selection (18 misses of 209 against 3.9 %, where
+    # careful annotators' rates, pooled from their consensus, spread wider than sampling:
+    # each single miss of theirs was read as departing, 5 % of a careful project flagged)
+    rate = np.where(careful, reach, np.clip(lo, 1e-12, 1.0 - 1e-9))
+    return MissModel(annotators=tuple(str(x) for x in labels), careful_rate=reach, rate=rate,
+                     sound=np.where(careful, 1.0, _share_kept(reach / rate, a, m, n_ann)),
+                     sound_best=_share_kept(reach / top, a, m, n_ann),
+                     sound_ci=np.column_stack([_share_kept(reach / hi, a, m, n_ann), _share_kept(reach / lo, a, m, n_ann)]),
                      n_regions=n.astype(np.int64), n_missed=k.astype(np.int64))

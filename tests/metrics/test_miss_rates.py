@@ -5,6 +5,7 @@ simulated projects whose truth is known."""
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 import pytest
@@ -26,23 +27,62 @@ def _answers(rng: np.random.Generator, rates: dict[str, float], n: int = 120) ->
     return who, np.concatenate(missed).astype(float), np.concatenate(shown).astype(float)
 
 
-def test_who_departs_follows_the_binomial_likelihood_ratio() -> None:
-    rng = np.random.default_rng(5)
-    rates = {f"c{i}": 0.03 for i in range(8)} | {"bad": 0.2, "half": 0.06}
+def _reach(k: dict[str, float], n: dict[str, float], who: set[str]) -> float:
+    """The careful reach written out: the pooled rate plus 1.96 times DerSimonian and
+    Laird's between-annotator deviation."""
+    r0 = max(sum(k[a] for a in who), 0.5) / sum(n[a] for a in who)
+    w = {a: n[a] / (r0 * (1 - r0)) for a in who}
+    q = sum(w[a] * (k[a] / n[a] - r0) ** 2 for a in who)
+    sw = sum(w.values())
+    tau2 = max(0.0, (q - (len(who) - 1)) / (sw - sum(x * x for x in w.values()) / sw))
+    return r0 + 1.96 * math.sqrt(tau2)
+
+
+@pytest.mark.parametrize("seed", [5, 6, 7])
+def test_who_departs_follows_the_binomial_likelihood_ratio(seed: int) -> None:
+    """One annotator at a time, the clearest first, by scipy's binomial log-likelihoods
+    against what the other careful annotators reach."""
+    rng = np.random.default_rng(seed)
+    rates = {f"c{i}": float(r) for i, r in enumerate(rng.uniform(0.02, 0.04, 8))} | {"bad": 0.2, "half": 0.07}
     who, missed, shown = _answers(rng, rates)
     model = fit_miss_model(who, missed, shown)
-    k = {a: missed[[w == a for w in who]].sum() for a in model.annotators}
-    n = {a: shown[[w == a for w in who]].sum() for a in model.annotators}
-    # the careful rate is the careful annotators' pooled rate, and who is careful follows
-    # from it by scipy's binomial log-likelihoods
-    careful = [a for a, r in zip(model.annotators, model.rate) if r == model.careful_rate]
-    r0 = sum(k[a] for a in careful) / sum(n[a] for a in careful)
-    assert model.careful_rate == pytest.approx(r0)
-    for a in model.annotators:
-        own = max(k[a] / n[a], r0)
-        gain = stats.binom.logpmf(k[a], n[a], own) - stats.binom.logpmf(k[a], n[a], r0)
-        assert (a in careful) == (gain < DEPARTS_AT)
+    k = {a: float(missed[[w == a for w in who]].sum()) for a in rates}
+    n = {a: float(shown[[w == a for w in who]].sum()) for a in rates}
+    careful = set(rates)
+    while True:
+        gain = {}
+        for a in careful:
+            reach = _reach(k, n, careful - {a})
+            own = k[a] / n[a]
+            gain[a] = stats.binom.logpmf(k[a], n[a], own) - stats.binom.logpmf(k[a], n[a], reach) if own > reach else 0.0
+        clearest = max(gain, key=lambda a: gain[a])
+        if gain[clearest] < DEPARTS_AT:
+            break
+        careful.remove(clearest)
+    assert {a for a, s in zip(model.annotators, model.sound) if s == 1.0} == careful
+    assert model.careful_rate == pytest.approx(_reach(k, n, careful))
     assert "bad" not in careful and all(f"c{i}" in careful for i in range(8))
+
+
+def test_careful_annotators_whose_rates_differ_by_nature_do_not_depart() -> None:
+    """Ten careful annotators who leave out 1–8 % of the entities each: against the pooled
+    rate alone, the one at twice the others' was let depart at two seeds of ten and each of
+    their single misses flagged (10 % of one project's tasks)."""
+    for seed in range(1, 11):
+        rng = np.random.default_rng(seed)
+        names = [f"c{i}" for i in range(10)]
+        rates = dict(zip(names, rng.uniform(0.01, 0.08, 10)))
+        item, who, values = [], [], []
+        for t in range(300):
+            starts = sorted(rng.choice(np.arange(0, 300, 12), int(rng.integers(2, 7)), replace=False))
+            truth = [Span(int(s), int(s) + int(rng.integers(3, 9)), label="PER") for s in starts]
+            for a in rng.choice(names, int(rng.integers(2, 6)), replace=False):
+                item.append(t)
+                who.append(str(a))
+                values.append([sp for sp in truth if rng.random() >= rates[a]])
+        model, read = consensus_model(np.array(item), who, values, "spans.lenient_range", regions="spans")
+        assert model.missed is not None and np.all(model.missed.sound == 1.0)
+        assert np.mean(read.p_flag >= 0.5) <= 0.03
 
 
 def test_an_answer_s_departing_miss_against_enumeration() -> None:
@@ -111,10 +151,13 @@ def test_single_missed_entities_are_found_by_the_annotator_s_rate() -> None:
 
 
 def test_careful_annotators_leave_out_regions_alike() -> None:
-    """Careful annotators only: nobody departs by their rate, nothing is read as a departing miss."""
+    """Careful annotators (and one at twice their rate): no answer is read as a departing
+    miss, and the flags are the distance model's alone. (One careful annotator may depart by
+    a lucky tail, 18 misses of 209 against the others' 3.9 %: their rate is then read at
+    the low end of its interval, where a miss stays careful work's.)"""
     for seed in range(1, 7):
         item, who, values, _ = _entities(np.random.default_rng(seed), 0.03)
         model, read = consensus_model(item, who, values, "spans.lenient_range", regions="spans")
-        assert model.missed is not None and np.all(model.missed.sound == 1.0)
-        assert read.p_missed is not None and not (read.p_missed >= 0.5).any()
-        assert np.mean(read.p_flag >= 0.5) <= 0.03
+        assert model.missed is not None and read.p_missed is not None and not (read.p_missed >= 0.5).any()
+        _, alone = consensus_model(item, who, values, "spans.lenient_range")
+        assert np.array_equal(read.p_flag >= 0.5, alone.p_flag >= 0.5)
