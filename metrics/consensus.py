@@ -510,6 +510,8 @@ def _unimodal(h: np.ndarray) -> np.ndarray:
 def _lone(d: np.ndarray, task: np.ndarray, n_tasks: int) -> np.ndarray:
     """Per answer, whether every other answer of its task is less than half as far from the
     consensus: a slip of its own annotator, not a task where several answers depart."""
+    if d.size == 0:
+        return np.zeros(0, dtype=bool)
     s = np.lexsort((-d, task))
     ts, ds = task[s], d[s]
     head = np.flatnonzero(np.r_[True, ts[1:] != ts[:-1]])
@@ -628,13 +630,21 @@ def _own_excess(a: np.ndarray, b: np.ndarray, n_ann: int, edges: np.ndarray) -> 
     """
     n_bins = edges.size - 1
 
-    def counts(who: np.ndarray) -> np.ndarray:
-        return np.bincount(who * n_bins + b, minlength=n_ann * n_bins).reshape(n_ann, n_bins).astype(float)
+    def counts(who: np.ndarray, bins: np.ndarray) -> np.ndarray:
+        return np.bincount(who * n_bins + bins, minlength=n_ann * n_bins).reshape(n_ann, n_bins).astype(float)
 
-    h = counts(a)
+    h = counts(a, b)
     chance, cut = _tail_excess(h)
+    # the deals laid out canonically: the bins sorted, dealt into the annotators' places
+    # ordered by their answer count and bins. Dealt from the rows as they came, the bar
+    # followed the export's order of annotations and the annotators' ids: a project on
+    # PostgreSQL and the same on SQLite had one task flagged on one server only
+    ranked = np.lexsort(tuple(h[:, ::-1].T) + (h.sum(axis=1),))
+    places = np.repeat(ranked, h.sum(axis=1).astype(np.int64)[ranked])
+    bins = np.sort(b)
     rng = np.random.default_rng(_PERMUTATION_SEED)
-    dealt = [float(_tail_excess(counts(rng.permutation(a)))[0].min()) for _ in range(_PERMUTATIONS)]
+    dealt = [float(_tail_excess(counts(places[rng.permutation(places.size)], bins))[0].min())
+             for _ in range(_PERMUTATIONS)]
     excess = chance < np.quantile(dealt, _EXCESS_LEVEL)
     fine = excess[:, None] & (np.arange(n_bins) >= cut[:, None])
     own = _smooth_rows(h * fine)
@@ -722,7 +732,11 @@ def fit_distance_model(medoid: Medoids, annotator: Sequence[Any], *, distance: s
     DistanceModel
     """
     sizes = np.bincount(medoid.task_of, minlength=medoid.items.size)
-    keep = np.isfinite(medoid.distance) & ~(medoid.is_consensus & (sizes[medoid.task_of] == 2))
+    # a two-answer task's consensus is left out (its distance is its partner's), unless the
+    # two are the same answer: which of them is the consensus then follows the export's
+    # order of annotations, and so did whose answer the fit saw
+    keep = np.isfinite(medoid.distance) & ~(medoid.is_consensus & (sizes[medoid.task_of] == 2)
+                                            & (medoid.distance > 0))
     ann_codes, ann_labels = pd.factorize(pd.Series([str(a) for a in annotator]), sort=True)
     n_ann = len(ann_labels)
     d, a, task, main = (medoid.distance[keep], ann_codes[keep].astype(np.int64), medoid.task_of[keep],
