@@ -138,7 +138,7 @@ class TaskPairs:
     keys: np.ndarray | None = None
     # canonical texts of the values already read (medoids runs several times on one set of pairs)
     texts: dict[tuple[int, int], str] = field(default_factory=dict, compare=False, repr=False)
-    # the values' regions packed per kind (location_losses runs after each fit and to read)
+    # the values' regions packed per kind (compare_regions runs after each fit and to read)
     regions: dict[str, "RegionSet"] = field(default_factory=dict, compare=False, repr=False)
 
 
@@ -915,9 +915,10 @@ def _read_medoids(model: DistanceModel, med: Medoids, theta: np.ndarray) -> tupl
 
 def read_consensus(model: DistanceModel, pairs: TaskPairs, annotator: Sequence[Any]) -> ConsensusReading:
     """Read tasks against a fitted model: the consensus (medoid weighted by the annotators'
-    θ), who departs from it, and whether the task is ambiguous. With a location model, an
-    answer departs when it departs in its distance or in where its regions lie (taken as
-    independent), and a task is clean when it is in both.
+    θ), who departs from it, and whether the task is ambiguous. With location and miss
+    models, an answer departs when it departs in its distance, in where its regions lie or
+    in leaving regions out (taken as independent; an answer that one of the last two
+    explains is not read by the distance), and a task is clean when it is in all three.
 
     Parameters
     ----------
@@ -964,13 +965,11 @@ class _RegionReading:
         return (self.p_moved >= 0.5) | (self.p_missed >= 0.5)
 
 
-def _read_regions(model: DistanceModel, pairs: TaskPairs, med: Medoids, who: Sequence[str],
-                  location: "DistanceModel | None" = None, missed: "MissModel | None" = None) -> _RegionReading:
-    """The location and miss models' reading of every answer against ``med``'s consensus
-    (``location``, ``missed``: models to read with instead of ``model``'s)."""
-    location = location or model.location
-    missed = missed or model.missed
-    assert location is not None
+def _read_regions(model: DistanceModel, pairs: TaskPairs, med: Medoids, who: Sequence[str]) -> _RegionReading:
+    """The location and miss models' reading of every answer against ``med``'s consensus."""
+    location, missed = model.location, model.missed
+    if location is None:
+        raise ValueError("the model has no location model to read regions with")
     compared = compare_regions(pairs, med, model.regions)
     loc, loc_clean = _read_medoids(location, _located(med, compared.loss), location.theta(who))
     n_tasks = med.items.size
@@ -1020,14 +1019,16 @@ def fit_consensus(pairs: TaskPairs, annotator: Sequence[Any], *, distance: str =
     ambiguity : bool
         Whether tasks may be ambiguous.
     regions : str, optional
-        The answers' region kind, one of :data:`LOCATION_KINDS`: a location model is fitted
-        beside (``DistanceModel.location``). A distance sums what an answer misses, adds,
-        labels otherwise and moves into one number, and careful annotators who miss or
-        relabel one region in twenty land as far from the consensus as an annotator whose
-        boxes are half a width off: the shift was read as careful work (one seed in three of
-        a second generator's shifted boxes flagged nothing, the annotator fifth of ten).
-        Where the regions they share lie sets the two apart: careful boxes wander by a few
-        percent of their size.
+        The answers' region kind, one of :data:`LOCATION_KINDS`: a location model and a miss
+        model are fitted beside (``DistanceModel.location``, ``.missed``). A distance sums
+        what an answer misses, adds, labels otherwise and moves into one number, and careful
+        annotators who miss or relabel one region in twenty land as far from the consensus
+        as an annotator whose boxes are half a width off: the shift was read as careful work
+        (one seed in three of a second generator's shifted boxes flagged nothing, the
+        annotator fifth of ten). Where the regions they share lie sets the two apart
+        (careful boxes wander by a few percent of their size), and so does how often each
+        annotator leaves a region out (a single missed entity of six is where careful slips
+        lie too).
     """
     who = [str(x) for x in annotator]
     model = fit_distance_model(medoids(pairs), annotator, distance=distance, ambiguity=ambiguity)
