@@ -138,8 +138,10 @@ class TaskPairs:
     keys: np.ndarray | None = None
     # canonical texts of the values already read (medoids runs several times on one set of pairs)
     texts: dict[tuple[int, int], str] = field(default_factory=dict, compare=False, repr=False)
-    # the values' regions packed per kind (compare_regions runs after each fit and to read)
+    # the values' regions packed per kind, and the last comparison with a set of consensus
+    # answers (compare_regions runs after each fit and to read, often on the same medoids)
     regions: dict[str, "RegionSet"] = field(default_factory=dict, compare=False, repr=False)
+    compared: dict[tuple[str, bytes], "RegionComparison"] = field(default_factory=dict, compare=False, repr=False)
 
 
 def task_pairs(item: Sequence[Hashable] | np.ndarray, values: Sequence[Any], distance: DistanceLike) -> TaskPairs:
@@ -865,6 +867,9 @@ def compare_regions(pairs: TaskPairs, med: Medoids, kind: str) -> RegionComparis
     -------
     RegionComparison
     """
+    key = (kind, med.consensus.tobytes())
+    if key in pairs.compared:
+        return pairs.compared[key]
     n = pairs.order.size
     at = np.empty(n, dtype=np.int64)
     at[pairs.order] = np.arange(n)                 # input row -> position in pairs.values
@@ -876,7 +881,9 @@ def compare_regions(pairs: TaskPairs, med: Medoids, kind: str) -> RegionComparis
         got = pairs.regions[kind].compare(at[med.consensus[med.task_of[rows]]], at[rows])
         for o, g in zip(out, got):
             o[rows] = g
-    return RegionComparison(loss=out[0], missed=out[1], shown=out[2])
+    pairs.compared.clear()
+    pairs.compared[key] = RegionComparison(loss=out[0], missed=out[1], shown=out[2])
+    return pairs.compared[key]
 
 
 def location_losses(pairs: TaskPairs, med: Medoids, kind: str) -> np.ndarray:
@@ -971,18 +978,21 @@ def _read_regions(model: DistanceModel, pairs: TaskPairs, med: Medoids, who: Seq
     if location is None:
         raise ValueError("the model has no location model to read regions with")
     compared = compare_regions(pairs, med, model.regions)
-    loc, loc_clean = _read_medoids(location, _located(med, compared.loss), location.theta(who))
-    n_tasks = med.items.size
+    theta = location.theta(who)
+    loc, _ = _read_medoids(location, _located(med, compared.loss), theta)
+    # only the answers of annotators it lets depart: a careful annotator's far answer is the
+    # distance's to read (CAREFUL's sliver against a uniform density put 0.1 on each, and
+    # tasks the distance read at 0.45 were flagged by it)
+    p_moved = np.where(theta < CAREFUL, loc.p_departs, 0.0)
     if missed is None:
         p_missed = np.zeros(med.distance.size)
     else:
         p_missed = np.where(med.is_consensus, 0.0, missed.p_departs(who, compared.missed))
-    miss_clean = np.exp(np.bincount(med.task_of, weights=np.log1p(-np.minimum(p_missed, 1 - 1e-15)),
-                                    minlength=n_tasks))
+    clean = np.exp(np.bincount(med.task_of, weights=np.log1p(-np.minimum(p_moved, 1 - 1e-15))
+                               + np.log1p(-np.minimum(p_missed, 1 - 1e-15)), minlength=med.items.size))
     cons = med.consensus
     cons_p = loc.consensus_p * (1.0 if missed is None else missed.theta([who[k] for k in cons.tolist()]))
-    return _RegionReading(compared=compared, p_moved=loc.p_departs, p_missed=p_missed, clean=loc_clean * miss_clean,
-                          consensus_p=cons_p)
+    return _RegionReading(compared=compared, p_moved=p_moved, p_missed=p_missed, clean=clean, consensus_p=cons_p)
 
 
 def consensus_model(item: Sequence[Hashable] | np.ndarray, annotator: Sequence[Any], values: Sequence[Any],
@@ -1030,30 +1040,37 @@ def fit_consensus(pairs: TaskPairs, annotator: Sequence[Any], *, distance: str =
         annotator leaves a region out (a single missed entity of six is where careful slips
         lie too).
     """
-    who = [str(x) for x in annotator]
-    model = fit_distance_model(medoids(pairs), annotator, distance=distance, ambiguity=ambiguity)
-    theta = model.theta(who)
-    if not np.all(theta == CAREFUL):
-        model = fit_distance_model(medoids(pairs, weight=theta), annotator, distance=distance, ambiguity=ambiguity)
-    if regions is None:
-        return model
-    if regions not in LOCATION_KINDS:
+    if regions is not None and regions not in LOCATION_KINDS:
         raise ValueError(f"regions must be one of {LOCATION_KINDS}, got {regions!r}")
-    med = medoids(pairs, weight=theta)
+    who = [str(x) for x in annotator]
+    first = fit_distance_model(medoids(pairs), annotator, distance=distance, ambiguity=ambiguity)
+    theta = first.theta(who)
+    by_theta = medoids(pairs, weight=theta)
+
+    def weighted() -> DistanceModel:
+        """The fit on the medoids weighted by the first fit's θ (the first, where all are careful)."""
+        if np.all(theta == CAREFUL):
+            return first
+        return fit_distance_model(by_theta, annotator, distance=distance, ambiguity=ambiguity)
+
+    if regions is None:
+        return weighted()
+    location, missed = _fit_regions(pairs, by_theta, annotator, regions)
+    if np.all(location.sound == CAREFUL) and np.all(missed.sound == 1.0):
+        return dataclasses.replace(weighted(), location=location, missed=missed, regions=regions)
+    # who departs in where they put regions or in leaving them out is no consensus either
+    med = medoids(pairs, weight=dataclasses.replace(first, location=location, missed=missed,
+                                                    regions=regions).weights(who))
     location, missed = _fit_regions(pairs, med, annotator, regions)
-    if not (np.all(location.sound == CAREFUL) and np.all(missed.sound == 1.0)):
-        # who departs in where they put regions or in leaving them out is no consensus either
-        med = medoids(pairs, weight=dataclasses.replace(model, location=location, missed=missed,
-                                                        regions=regions).weights(who))
-        location, missed = _fit_regions(pairs, med, annotator, regions)
-        explained = _read_regions(dataclasses.replace(model, location=location, missed=missed, regions=regions),
-                                  pairs, med, who).explained
-        if explained.any():
-            # refitted only where an answer is explained: on other medoids alone the
-            # distance model moved for nothing (careful annotators let depart in two
-            # projects of forty where nobody else did)
-            model = fit_distance_model(_located(med, np.where(explained, np.nan, med.distance)), annotator,
-                                       distance=distance, ambiguity=ambiguity)
+    explained = _read_regions(dataclasses.replace(first, location=location, missed=missed, regions=regions),
+                              pairs, med, who).explained
+    if not explained.any():
+        # refitted only where an answer is explained: on other medoids alone the distance
+        # model moved for nothing (careful annotators let depart in two projects of forty
+        # where nobody else did)
+        return dataclasses.replace(weighted(), location=location, missed=missed, regions=regions)
+    model = fit_distance_model(_located(med, np.where(explained, np.nan, med.distance)), annotator,
+                               distance=distance, ambiguity=ambiguity)
     return dataclasses.replace(model, location=location, missed=missed, regions=regions)
 
 
