@@ -229,8 +229,7 @@ class RegionSet:
     """
 
     def __init__(self, values: Sequence[Any], kind: RegionKind | None = None) -> None:
-        self.n = len(values)
-        if self.n:
+        if len(values):
             _, self._threshold, _, self._packed, self._iou = _regions(list(values), kind, None)
 
     def location_loss(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:

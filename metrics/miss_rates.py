@@ -105,21 +105,20 @@ def _share_kept(ratio: np.ndarray, a: np.ndarray, m: np.ndarray, n_ann: int) -> 
     return np.bincount(a, weights=np.power(ratio[a], m), minlength=n_ann) / count
 
 
-def _careful_reach(k: np.ndarray, n: np.ndarray) -> tuple[float, float]:
-    """The pooled rate of annotators with ``k`` misses of ``n`` regions each (shapes (A,);
-    at least half a miss, so that a rate of 0 never makes any miss a certain departure),
-    and the rate careful work reaches: the pooled rate plus :data:`_REACH_Z` times the spread
-    of the annotators' own rates beyond what binomial sampling gives (DerSimonian & Laird's
-    moment estimate; 0 where the rates are as alike as sampling allows)."""
-    total = float(n.sum())
-    r0 = max(float(k.sum()), 0.5) / max(total, 1.0)
+def _careful_reach(k: np.ndarray, n: np.ndarray) -> float:
+    """The rate careful work reaches, from annotators with ``k`` misses of ``n`` regions
+    each (shapes (A,)): their pooled rate (at least half a miss, so that a rate of 0 never
+    makes any miss a certain departure) plus :data:`_REACH_Z` times the spread of their own
+    rates beyond what binomial sampling gives (DerSimonian & Laird's moment estimate; 0
+    where the rates are as alike as sampling allows)."""
+    r0 = max(float(k.sum()), 0.5) / max(float(n.sum()), 1.0)
     used = n > 0
     if used.sum() < 2:
-        return r0, r0
+        return r0
     w = n[used] / (r0 * (1.0 - r0))
     q = float(np.sum(w * (k[used] / n[used] - r0) ** 2))
     tau2 = max(0.0, (q - (used.sum() - 1)) / (w.sum() - np.sum(w ** 2) / w.sum()))
-    return r0, r0 + _REACH_Z * float(np.sqrt(tau2))
+    return r0 + _REACH_Z * float(np.sqrt(tau2))
 
 
 def fit_miss_model(annotator: Sequence[Any], missed: np.ndarray, shown: np.ndarray) -> MissModel:
@@ -158,14 +157,14 @@ def fit_miss_model(annotator: Sequence[Any], missed: np.ndarray, shown: np.ndarr
         for x in np.flatnonzero(careful & (n > 0)):
             others = careful.copy()
             others[x] = False
-            _, reach = _careful_reach(k[others], n[others])
+            reach = _careful_reach(k[others], n[others])
             if own[x] > reach:
                 gain[x] = _binomial_gain(k[x:x + 1], n[x:x + 1], own[x:x + 1], reach)[0]
         clearest = int(np.argmax(gain))
         if gain[clearest] < DEPARTS_AT:
             break
         careful[clearest] = False
-    r0, reach = _careful_reach(k[careful], n[careful])
+    reach = _careful_reach(k[careful], n[careful])
     top = np.clip(np.maximum(own, reach), 1e-12, 1.0 - 1e-9)
     lo = np.maximum(stats.beta.ppf(0.025, k + 0.5, n - k + 0.5), reach)
     hi = np.maximum(stats.beta.ppf(0.975, k + 0.5, n - k + 0.5), reach)
