@@ -710,7 +710,8 @@ def _isotonic(y: np.ndarray) -> np.ndarray:
 
 
 def fit_distance_model(medoid: Medoids, annotator: Sequence[Any], *, distance: str = "",
-                       ambiguity: bool = True, max_iter: int = _MAX_ITER, tol: float = _TOL) -> DistanceModel:
+                       ambiguity: bool = True, max_iter: int = _MAX_ITER, tol: float = _TOL,
+                       may_depart: np.ndarray | None = None) -> DistanceModel:
     """Fit ``f_s``, ``f_d``, θ and ρ to the distances of a control's answers to their consensus.
 
     Everybody starts careful; an annotator is let depart when their distances are clearly
@@ -728,6 +729,8 @@ def fit_distance_model(medoid: Medoids, annotator: Sequence[Any], *, distance: s
         The distance's name (recorded).
     ambiguity : bool
         Whether tasks may be ambiguous.
+    may_depart : ndarray of bool, shape (A,), optional
+        Which annotators (in sorted order of their names) may be let depart; default all.
 
     Returns
     -------
@@ -814,6 +817,8 @@ def fit_distance_model(medoid: Medoids, annotator: Sequence[Any], *, distance: s
     prof = profile()
     for _ in range(n_ann):
         freed = careful & (prof.gain() >= DEPARTS_AT)
+        if may_depart is not None:
+            freed &= may_depart
         if not freed.any():
             break
         careful &= ~freed
@@ -1069,8 +1074,11 @@ def fit_consensus(pairs: TaskPairs, annotator: Sequence[Any], *, distance: str =
         # model moved for nothing (careful annotators let depart in two projects of forty
         # where nobody else did)
         return dataclasses.replace(weighted(), location=location, missed=missed, regions=regions)
+    # only those the distance let depart before may depart again: without the answers the
+    # region models explain, a large project's careful annotators were let depart one after
+    # another (all six of a 10,000-task demo project, θ creeping towards 0 as EM went on)
     model = fit_distance_model(_located(med, np.where(explained, np.nan, med.distance)), annotator,
-                               distance=distance, ambiguity=ambiguity)
+                               distance=distance, ambiguity=ambiguity, may_depart=first.sound < CAREFUL)
     return dataclasses.replace(model, location=location, missed=missed, regions=regions)
 
 

@@ -74,3 +74,22 @@ def test_shifted_boxes_are_flagged_named_and_read_again_from_the_stored_model(se
     for k, entry in box.items.items():
         assert items[k].p_flag == pytest.approx(entry.p_flag, abs=1e-9)
         assert items[k].departs == entry.departs and items[k].reason == entry.reason
+
+
+def test_careful_annotators_of_a_large_demo_project_do_not_depart() -> None:
+    """3,000 demo tasks (careful annotators' noise 0.04–0.08, Dev's 0.12, one careless):
+    once the region models explain the careless annotator's shifted and missing answers,
+    the distance model refitted without them let every careful annotator of the entities
+    depart one after another (θ creeping towards 0); only those the distance let depart
+    before may depart again."""
+    from ls_agreement.demo import data as demo_data
+
+    users = {a.email: 10 + k for k, a in enumerate(demo_data.ANNOTATORS)}
+    careless = str(users[next(a.email for a in demo_data.ANNOTATORS if a.careless)])
+    sample = demo_data.generate(users, seed=5, n_tasks=3000)
+    report = build_report(sample.config, [{"id": i + 1, **t} for i, t in enumerate(sample.tasks)],
+                          ReportSettings(bootstrap=0))
+    careful = {str(users[a.email]) for a in demo_data.ANNOTATORS if a.noise <= 0.08}
+    for name in ("objects", "entities"):
+        departs = {a for a, e in report.controls[name].annotators.items() if e.departs}
+        assert careless in departs and not departs & careful, (name, departs)
