@@ -40,15 +40,15 @@ from scipy.stats import binom
 from .distances.base import Distance, compute_distinct, value_keys
 from .distances.registry import DistanceLike, get_distance
 from .error_types import RegionSet
-from .miss_rates import MissModel, fit_miss_model
+from .region_rates import RegionRates, fit_region_rates
 from .sound_share import CAREFUL, DEPARTS_AT, sound_profile
 
 __all__ = ["DistanceModel", "ConsensusReading", "Medoids", "TaskPairs", "task_pairs", "medoids", "fit_distance_model",
-           "read_consensus", "consensus_model", "fit_consensus", "location_losses", "compare_regions",
-           "RegionComparison", "LOCATION_KINDS"]
+           "read_consensus", "consensus_model", "fit_consensus", "compare_regions",
+           "RegionComparison", "REGION_KINDS"]
 
-#: The region kinds whose answers' location is read apart (:func:`location_losses`).
-LOCATION_KINDS = ("boxes", "polygons", "spans", "intervals")
+#: The region kinds whose errors are also counted region by region (:func:`compare_regions`).
+REGION_KINDS = ("boxes", "polygons", "spans", "intervals")
 
 _BINS = 50
 _SOUND_PSEUDO = 25.0            # answers spread evenly over f_s's bins: a floor under its tail
@@ -282,15 +282,13 @@ class DistanceModel:
     n_answers : ndarray of int, shape (A,)
     distance : str
         The distance's name.
-    location : DistanceModel or None
-        For regions (:data:`LOCATION_KINDS`), the same model of where each answer puts the
-        regions it shares with the consensus (:func:`location_losses`), with its own θ:
-        a shift is read apart from the misses and other labels that careful work also makes
-        (``regions`` names their kind). None for other kinds.
-    missed : MissModel or None
-        For regions, how often each annotator leaves out a region the consensus marks
-        (:mod:`.miss_rates`): a single missed entity of six is read by the annotator's rate,
-        not by how far one miss puts an answer. None for other kinds.
+    moved, missed : RegionRates or None
+        For regions (:data:`REGION_KINDS`, ``regions`` names the kind), how often each
+        annotator puts a region they share with the consensus elsewhere (IoU under the
+        error classes' cut) and leaves out one the consensus marks (:mod:`.region_rates`):
+        a shift, or a single missed entity of six, is read by the annotator's rate, not by
+        how far it puts one answer among careful misses and other labels. None for other
+        kinds.
     """
 
     edges: np.ndarray
@@ -304,8 +302,8 @@ class DistanceModel:
     n_answers: np.ndarray
     distance: str = ""
     n_iter: int = 0
-    location: "DistanceModel | None" = None
-    missed: MissModel | None = None
+    moved: RegionRates | None = None
+    missed: RegionRates | None = None
     regions: str = ""
 
     @property
@@ -330,23 +328,23 @@ class DistanceModel:
 
     def weights(self, annotators: Sequence[str]) -> np.ndarray:
         """How much each answer of ``annotators`` counts towards its task's consensus: θ,
-        times the location and miss models' θ where there are, shape (n,)."""
+        times the region rates' θ where there are, shape (n,)."""
         theta = self.theta(annotators)
-        if self.location is not None:
-            theta = theta * self.location.theta(annotators)
-        return theta if self.missed is None else theta * self.missed.theta(annotators)
+        for rates in (self.moved, self.missed):
+            if rates is not None:
+                theta = theta * rates.theta(annotators)
+        return theta
 
     def reliability(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Each annotator's reliability θ̂ (shape (A,)), its 95 % interval (shape (A, 2))
-        and whether they depart (shape (A,) bool): with location and miss models, the
-        share of answers sound in every respect, taken as independent (θ̂ and the
-        interval's bounds multiplied by those of the models that let them depart),
-        departing in any."""
+        and whether they depart (shape (A,) bool): with region rates, the share of answers
+        sound in every respect, taken as independent (θ̂ and the interval's bounds
+        multiplied by those of the rates that let them depart), departing in any."""
         best, ci, departs = self.sound_best, self.sound_ci, self.sound < CAREFUL
-        for part, gone in ((self.location, None if self.location is None else self.location.sound < CAREFUL),
-                           (self.missed, None if self.missed is None else self.missed.sound < 1.0)):
-            if part is None or gone is None:
+        for part in (self.moved, self.missed):
+            if part is None:
                 continue
+            gone = part.sound < 1.0
             # only where it lets them depart: else their shifts and misses are read by the
             # distance, as careful work or its departures, and would count twice
             best = best * np.where(gone, part.sound_best, 1.0)
@@ -381,10 +379,9 @@ class ConsensusReading:
         Per answer: posterior that it is a sound answer of the task's other reading.
     log_lr_ambiguous : ndarray, shape (T,)
         log P(answers | ambiguous) − log P(answers | ordinary), whatever ρ.
-    location, p_moved, p_missed : ndarray, shape (N,), or None
-        With location and miss models: each answer's :func:`location_losses`, the posterior
-        that its regions lie elsewhere and that it leaves out a region as careful work would
-        not (their parts of ``p_departs``).
+    p_moved, p_missed : ndarray, shape (N,), or None
+        With region rates: the posterior that the answer puts a region elsewhere, or leaves
+        one out, as careful work would not (their parts of ``p_departs``).
     """
 
     medoids: Medoids
@@ -394,7 +391,6 @@ class ConsensusReading:
     p_departs: np.ndarray
     p_other_reading: np.ndarray
     log_lr_ambiguous: np.ndarray
-    location: np.ndarray | None = None
     p_moved: np.ndarray | None = None
     p_missed: np.ndarray | None = None
 
@@ -842,15 +838,15 @@ class RegionComparison:
 
     Attributes
     ----------
-    loss : ndarray, shape (N,)
-        How far the regions it shares with the consensus lie from the consensus's
-        (:func:`.error_types.pair_location_loss`: the mean ``1 − IoU`` of the matched
-        regions; NaN too where it shares none).
+    moved, matched : ndarray, shape (N,)
+        Its regions matched to one of the consensus's but placed elsewhere (IoU under the
+        error classes' cut, :mod:`.error_types`), and those matched.
     missed, shown : ndarray, shape (N,)
         The consensus's regions it leaves out, and the consensus's regions.
     """
 
-    loss: np.ndarray
+    moved: np.ndarray
+    matched: np.ndarray
     missed: np.ndarray
     shown: np.ndarray
 
@@ -866,7 +862,7 @@ def compare_regions(pairs: TaskPairs, med: Medoids, kind: str) -> RegionComparis
     med : Medoids
         Each task's consensus (:func:`medoids` of ``pairs``).
     kind : str
-        One of :data:`LOCATION_KINDS`.
+        One of :data:`REGION_KINDS`.
 
     Returns
     -------
@@ -879,7 +875,7 @@ def compare_regions(pairs: TaskPairs, med: Medoids, kind: str) -> RegionComparis
     at = np.empty(n, dtype=np.int64)
     at[pairs.order] = np.arange(n)                 # input row -> position in pairs.values
     rows = np.flatnonzero(~med.is_consensus & np.isfinite(med.distance))
-    out = [np.full(n, np.nan) for _ in range(3)]
+    out = [np.full(n, np.nan) for _ in range(4)]
     if rows.size:
         if kind not in pairs.regions:      # packed once: the fit and the reading ask again
             pairs.regions[kind] = RegionSet(pairs.values, kind)
@@ -887,17 +883,13 @@ def compare_regions(pairs: TaskPairs, med: Medoids, kind: str) -> RegionComparis
         for o, g in zip(out, got):
             o[rows] = g
     pairs.compared.clear()
-    pairs.compared[key] = RegionComparison(loss=out[0], missed=out[1], shown=out[2])
+    pairs.compared[key] = RegionComparison(moved=out[0], matched=out[1], missed=out[2], shown=out[3])
     return pairs.compared[key]
 
 
-def location_losses(pairs: TaskPairs, med: Medoids, kind: str) -> np.ndarray:
-    """:attr:`RegionComparison.loss` of :func:`compare_regions`, shape (N,)."""
-    return compare_regions(pairs, med, kind).loss
-
-
-def _located(med: Medoids, loss: np.ndarray) -> Medoids:
-    return dataclasses.replace(med, distance=loss)
+def _without(med: Medoids, explained: np.ndarray) -> Medoids:
+    """``med`` with the distances of the ``explained`` answers (shape (N,) bool) left out."""
+    return dataclasses.replace(med, distance=np.where(explained, np.nan, med.distance))
 
 
 def _read_medoids(model: DistanceModel, med: Medoids, theta: np.ndarray) -> tuple[ConsensusReading, np.ndarray]:
@@ -927,10 +919,10 @@ def _read_medoids(model: DistanceModel, med: Medoids, theta: np.ndarray) -> tupl
 
 def read_consensus(model: DistanceModel, pairs: TaskPairs, annotator: Sequence[Any]) -> ConsensusReading:
     """Read tasks against a fitted model: the consensus (medoid weighted by the annotators'
-    θ), who departs from it, and whether the task is ambiguous. With location and miss
-    models, an answer departs when it departs in its distance, in where its regions lie or
-    in leaving regions out (taken as independent; an answer that one of the last two
-    explains is not read by the distance), and a task is clean when it is in all three.
+    θ), who departs from it, and whether the task is ambiguous. With region rates, an
+    answer departs when it departs in its distance, in where it puts regions or in leaving
+    them out (taken as independent; an answer that one of the last two explains is not read
+    by the distance), and a task is clean when it is in all three.
 
     Parameters
     ----------
@@ -946,58 +938,49 @@ def read_consensus(model: DistanceModel, pairs: TaskPairs, annotator: Sequence[A
     """
     who = [str(x) for x in annotator]
     theta = model.theta(who)
-    if model.location is None:
+    if model.moved is None and model.missed is None:
         return _read_medoids(model, medoids(pairs, weight=theta), theta)[0]
     med = medoids(pairs, weight=model.weights(who))
     regions = _read_regions(model, pairs, med, who)
-    r, clean = _read_medoids(model, _located(med, np.where(regions.explained, np.nan, med.distance)), theta)
+    r, clean = _read_medoids(model, _without(med, regions.explained), theta)
     return dataclasses.replace(
         r, medoids=med, consensus_p=r.consensus_p * regions.consensus_p,
         p_flag=np.clip(1.0 - (1.0 - r.p_ambiguous) * clean * regions.clean, 0.0, 1.0),
         p_departs=1.0 - (1.0 - r.p_departs) * (1.0 - regions.p_moved) * (1.0 - regions.p_missed),
-        location=regions.compared.loss, p_moved=regions.p_moved, p_missed=regions.p_missed)
+        p_moved=regions.p_moved, p_missed=regions.p_missed)
 
 
 @dataclass(frozen=True)
 class _RegionReading:
-    """What the location and miss models say of each answer (input order) and task."""
+    """What the region rates say of each answer (input order) and task."""
 
-    compared: RegionComparison
-    p_moved: np.ndarray          # (N,) its regions lie elsewhere
+    p_moved: np.ndarray          # (N,) it puts a region elsewhere as careful work would not
     p_missed: np.ndarray         # (N,) it leaves out a region as careful work would not
     clean: np.ndarray            # (T,) P(no answer does either)
     consensus_p: np.ndarray      # (T,) P(the consensus answer does neither)
 
     @property
     def explained(self) -> np.ndarray:
-        """Answers whose distance to the consensus one of the two explains: an answer whose
-        regions lie elsewhere, or that leaves out regions, is far for that alone. Left in
-        the distance model, it made its annotator depart there too, and their ordinary
-        slips were then flagged beside it; and read with a careful θ, its task looked split."""
+        """Answers whose distance to the consensus one of the two explains: an answer that
+        puts regions elsewhere, or leaves them out, is far for that alone. Left in the
+        distance model, it made its annotator depart there too, and their ordinary slips
+        were then flagged beside it; and read with a careful θ, its task looked split."""
         return (self.p_moved >= 0.5) | (self.p_missed >= 0.5)
 
 
 def _read_regions(model: DistanceModel, pairs: TaskPairs, med: Medoids, who: Sequence[str]) -> _RegionReading:
-    """The location and miss models' reading of every answer against ``med``'s consensus."""
-    location, missed = model.location, model.missed
-    if location is None:
-        raise ValueError("the model has no location model to read regions with")
+    """The region rates' reading of every answer against ``med``'s consensus."""
     compared = compare_regions(pairs, med, model.regions)
-    theta = location.theta(who)
-    loc, _ = _read_medoids(location, _located(med, compared.loss), theta)
-    # only the answers of annotators it lets depart: a careful annotator's far answer is the
-    # distance's to read (CAREFUL's sliver against a uniform density put 0.1 on each, and
-    # tasks the distance read at 0.45 were flagged by it)
-    p_moved = np.where(theta < CAREFUL, loc.p_departs, 0.0)
-    if missed is None:
-        p_missed = np.zeros(med.distance.size)
-    else:
-        p_missed = np.where(med.is_consensus, 0.0, missed.p_departs(who, compared.missed))
-    clean = np.exp(np.bincount(med.task_of, weights=np.log1p(-np.minimum(p_moved, 1 - 1e-15))
-                               + np.log1p(-np.minimum(p_missed, 1 - 1e-15)), minlength=med.items.size))
-    cons = med.consensus
-    cons_p = loc.consensus_p * (1.0 if missed is None else missed.theta([who[k] for k in cons.tolist()]))
-    return _RegionReading(compared=compared, p_moved=p_moved, p_missed=p_missed, clean=clean, consensus_p=cons_p)
+    n = med.distance.size
+    cons = [who[k] for k in med.consensus.tolist()]
+    p, clean, cons_p = {}, np.ones(med.items.size), np.ones(med.items.size)
+    for name, rates, errors in (("moved", model.moved, compared.moved), ("missed", model.missed, compared.missed)):
+        p[name] = np.zeros(n) if rates is None else np.where(med.is_consensus, 0.0, rates.p_departs(who, errors))
+        clean *= np.exp(np.bincount(med.task_of, weights=np.log1p(-np.minimum(p[name], 1 - 1e-15)),
+                                    minlength=med.items.size))
+        if rates is not None:
+            cons_p = cons_p * rates.theta(cons)
+    return _RegionReading(p_moved=p["moved"], p_missed=p["missed"], clean=clean, consensus_p=cons_p)
 
 
 def consensus_model(item: Sequence[Hashable] | np.ndarray, annotator: Sequence[Any], values: Sequence[Any],
@@ -1034,19 +1017,18 @@ def fit_consensus(pairs: TaskPairs, annotator: Sequence[Any], *, distance: str =
     ambiguity : bool
         Whether tasks may be ambiguous.
     regions : str, optional
-        The answers' region kind, one of :data:`LOCATION_KINDS`: a location model and a miss
-        model are fitted beside (``DistanceModel.location``, ``.missed``). A distance sums
+        The answers' region kind, one of :data:`REGION_KINDS`: how often each annotator puts
+        regions elsewhere and leaves them out is fitted beside (``DistanceModel.moved``,
+        ``.missed``, :mod:`.region_rates`). A distance sums
         what an answer misses, adds, labels otherwise and moves into one number, and careful
         annotators who miss or relabel one region in twenty land as far from the consensus
         as an annotator whose boxes are half a width off: the shift was read as careful work
         (one seed in three of a second generator's shifted boxes flagged nothing, the
-        annotator fifth of ten). Where the regions they share lie sets the two apart
-        (careful boxes wander by a few percent of their size), and so does how often each
-        annotator leaves a region out (a single missed entity of six is where careful slips
-        lie too).
+        annotator fifth of ten); counted region by region, the shifts and the misses set the
+        two apart (a single missed entity of six is where careful slips lie too).
     """
-    if regions is not None and regions not in LOCATION_KINDS:
-        raise ValueError(f"regions must be one of {LOCATION_KINDS}, got {regions!r}")
+    if regions is not None and regions not in REGION_KINDS:
+        raise ValueError(f"regions must be one of {REGION_KINDS}, got {regions!r}")
     who = [str(x) for x in annotator]
     first = fit_distance_model(medoids(pairs), annotator, distance=distance, ambiguity=ambiguity)
     theta = first.theta(who)
@@ -1060,32 +1042,31 @@ def fit_consensus(pairs: TaskPairs, annotator: Sequence[Any], *, distance: str =
 
     if regions is None:
         return weighted()
-    location, missed = _fit_regions(pairs, by_theta, annotator, regions)
-    if np.all(location.sound == CAREFUL) and np.all(missed.sound == 1.0):
-        return dataclasses.replace(weighted(), location=location, missed=missed, regions=regions)
+    moved, missed = _fit_regions(pairs, by_theta, annotator, regions)
+    if np.all(moved.sound == 1.0) and np.all(missed.sound == 1.0):
+        return dataclasses.replace(weighted(), moved=moved, missed=missed, regions=regions)
     # who departs in where they put regions or in leaving them out is no consensus either
-    med = medoids(pairs, weight=dataclasses.replace(first, location=location, missed=missed,
-                                                    regions=regions).weights(who))
-    location, missed = _fit_regions(pairs, med, annotator, regions)
-    explained = _read_regions(dataclasses.replace(first, location=location, missed=missed, regions=regions),
+    med = medoids(pairs, weight=dataclasses.replace(first, moved=moved, missed=missed, regions=regions).weights(who))
+    moved, missed = _fit_regions(pairs, med, annotator, regions)
+    explained = _read_regions(dataclasses.replace(first, moved=moved, missed=missed, regions=regions),
                               pairs, med, who).explained
     if not explained.any():
         # refitted only where an answer is explained: on other medoids alone the distance
         # model moved for nothing (careful annotators let depart in two projects of forty
         # where nobody else did)
-        return dataclasses.replace(weighted(), location=location, missed=missed, regions=regions)
+        return dataclasses.replace(weighted(), moved=moved, missed=missed, regions=regions)
     # only those the distance let depart before may depart again: without the answers the
     # region models explain, a large project's careful annotators were let depart one after
     # another (all six of a 10,000-task demo project, θ creeping towards 0 as EM went on)
-    model = fit_distance_model(_located(med, np.where(explained, np.nan, med.distance)), annotator,
+    model = fit_distance_model(_without(med, explained), annotator,
                                distance=distance, ambiguity=ambiguity, may_depart=first.sound < CAREFUL)
-    return dataclasses.replace(model, location=location, missed=missed, regions=regions)
+    return dataclasses.replace(model, moved=moved, missed=missed, regions=regions)
 
 
 def _fit_regions(pairs: TaskPairs, med: Medoids, annotator: Sequence[Any],
-                 regions: str) -> tuple[DistanceModel, MissModel]:
-    """The location model and the miss model of the answers against ``med``'s consensus."""
+                 regions: str) -> tuple[RegionRates, RegionRates]:
+    """How often each annotator puts regions elsewhere and leaves them out, against
+    ``med``'s consensus."""
     compared = compare_regions(pairs, med, regions)
-    location = fit_distance_model(_located(med, compared.loss), annotator, distance=f"location ({regions})",
-                                  ambiguity=False)
-    return location, fit_miss_model(annotator, compared.missed, compared.shown)
+    return (fit_region_rates(annotator, compared.moved, compared.matched),
+            fit_region_rates(annotator, compared.missed, compared.shown))

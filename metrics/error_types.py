@@ -42,7 +42,7 @@ from .distances.registry import canonical_kind
 from .table import CodedTable, Duplicates, code_table, observed_pairs, tabular
 from .errors import BadInput
 
-__all__ = ["ErrorTypesResult", "error_types", "pair_error_counts", "pair_location_loss", "RegionSet", "CATEGORIES",
+__all__ = ["ErrorTypesResult", "error_types", "pair_error_counts", "RegionSet", "CATEGORIES",
            "RegionKind"]
 
 RegionKind = Literal["boxes", "polygons", "spans", "intervals"]
@@ -193,33 +193,9 @@ def pair_error_counts(a: Sequence[Any], b: Sequence[Any], *, kind: RegionKind | 
     return _pair_counts(packed, iou, threshold, i, i + 1)
 
 
-def pair_location_loss(a: Sequence[Any], b: Sequence[Any], *, kind: RegionKind | None = None) -> np.ndarray:
-    """How far apart the matched regions of aligned value pairs ``(a[k], b[k])`` lie, labels
-    aside: the mean of ``1 − IoU`` over the region pairs the one-to-one matching of
-    :func:`error_types` keeps (IoU > 0); NaN where no region of one matches one of the
-    other. Missed, extra and relabelled regions do not move it: it reads where an answer
-    puts what it does mark (a box drawn half a width off), apart from what it leaves out.
-
-    Parameters
-    ----------
-    a, b : sequences of region lists, length n each
-    kind
-        As in :func:`error_types`.
-
-    Returns
-    -------
-    ndarray, shape (n,)
-    """
-    if len(a) != len(b):
-        raise BadInput(f"pair_location_loss: {len(a)} values against {len(b)}")
-    n = len(a)
-    i = np.arange(0, 2 * n, 2, dtype=np.int64)
-    return RegionSet([v for pair in zip(a, b) for v in pair], kind).location_loss(i, i + 1)
-
-
 class RegionSet:
-    """The regions of a list of values packed once, for :func:`pair_location_loss` over any
-    pairs of them (a control's answers against their consensus, read again after each fit).
+    """The regions of a list of values packed once, for the error classes of any pairs of
+    them (a control's answers against their consensus, compared again after each fit).
 
     Parameters
     ----------
@@ -232,25 +208,21 @@ class RegionSet:
         if len(values):
             _, self._threshold, _, self._packed, self._iou = _regions(list(values), kind, None)
 
-    def location_loss(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
-        """:func:`pair_location_loss` of the value pairs ``(values[i[k]], values[j[k]])``,
-        shape (len(i),)."""
-        return self.compare(i, j)[0]
-
-    def compare(self, i: np.ndarray, j: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """For the value pairs ``(values[i[k]], values[j[k]])``: :func:`pair_location_loss`,
-        the regions of ``values[i[k]]`` that ``values[j[k]]`` leaves out (no region of it
-        matches them), and the regions of ``values[i[k]]``; shapes (len(i),)."""
+    def compare(self, i: np.ndarray, j: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """For the value pairs ``(values[i[k]], values[j[k]])``, shapes (len(i),): the regions
+        of ``values[j[k]]`` matched to one of ``values[i[k]]`` but placed elsewhere (IoU
+        under the threshold: *localization* or *both*), those matched, the regions of
+        ``values[i[k]]`` that ``values[j[k]]`` leaves out (no match), and the regions of
+        ``values[i[k]]``."""
         if i.size == 0:
-            return np.zeros(0), np.zeros(0), np.zeros(0)
-        counts, left_out, _, loss = _pair_counts(self._packed, self._iou, self._threshold, i, j, with_loss=True)
-        matched = counts.sum(axis=1)
-        return (np.where(matched > 0, loss / np.maximum(matched, 1), np.nan), left_out.astype(float),
-                self._packed.counts[i].astype(float))
+            return np.zeros(0), np.zeros(0), np.zeros(0), np.zeros(0)
+        counts, left_out, _ = _pair_counts(self._packed, self._iou, self._threshold, i, j)
+        return ((counts[:, 1] + counts[:, 3]).astype(float), counts.sum(axis=1).astype(float),
+                left_out.astype(float), self._packed.counts[i].astype(float))
 
 
 def _pair_counts(packed: Any, iou: Callable[[np.ndarray, np.ndarray], np.ndarray], threshold: float,
-                 i: np.ndarray, j: np.ndarray, with_loss: bool = False) -> Any:
+                 i: np.ndarray, j: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Match the regions of the value pairs ``(i[k], j[k])`` (value rows, shape (n,) each).
 
     Returns
@@ -259,12 +231,9 @@ def _pair_counts(packed: Any, iou: Callable[[np.ndarray, np.ndarray], np.ndarray
         Matched region pairs per category: agreed, localization, label, both.
     un_a, un_b : ndarray of int64, shape (n,)
         Regions of ``i[k]`` / ``j[k]`` without a match.
-    loss : ndarray, shape (n,)
-        Only ``with_loss``: the sum of ``1 − IoU`` over the matched region pairs.
     """
     na, nb = packed.counts[i], packed.counts[j]
     counts = np.zeros((i.size, 4), dtype=np.int64)    # agreed, localization, label, both
-    loss = np.zeros(i.size)
     matched = np.zeros(i.size, dtype=np.int64)
     both_sides = np.flatnonzero((na > 0) & (nb > 0))
     # a block of value pairs at a time: the object pairs of a big project's every value pair
@@ -278,12 +247,8 @@ def _pair_counts(packed: Any, iou: Callable[[np.ndarray, np.ndarray], np.ndarray
         good = s[chosen] >= threshold - 1e-12
         cat = np.where(good, np.where(same[chosen], 0, 2), np.where(same[chosen], 1, 3))
         np.add.at(counts, (rows[lay.pair[chosen]], cat), 1)
-        if with_loss:
-            np.add.at(loss, rows[lay.pair[chosen]], 1.0 - s[chosen])
     if both_sides.size:
         matched = counts.sum(axis=1)
-    if with_loss:
-        return counts, na - matched, nb - matched, loss
     return counts, na - matched, nb - matched
 
 

@@ -27,17 +27,17 @@ import numpy as np
 import pandas as pd
 
 from ls_agreement.metrics.annotator_model import LabelModel, fit_label_model, read_labels
-from ls_agreement.metrics.consensus import (LOCATION_KINDS, DistanceModel, TaskPairs, fit_consensus, read_consensus,
+from ls_agreement.metrics.consensus import (REGION_KINDS as RATED_KINDS, DistanceModel, TaskPairs, fit_consensus, read_consensus,
                                             task_pairs)
 from ls_agreement.metrics.departures import REGION_KINDS, how_departs
 from ls_agreement.metrics.distances.registry import get_distance
-from ls_agreement.metrics.miss_rates import MissModel
+from ls_agreement.metrics.region_rates import RegionRates
 from ls_agreement.metrics.result import finite_or_none
 from ls_agreement.metrics.task_ambiguity import fit_task_ambiguity, task_ambiguity
 from ls_agreement.metrics.task_departures import fit_departing_shares
 
 if TYPE_CHECKING:
-    from .model import AnnotatorFit, ControlReport, ItemEntry, MissFit
+    from .model import AnnotatorFit, ControlReport, ItemEntry, RatesFit
 
 __all__ = ["fit_review", "read_review", "may_pool_departures", "pools_departures", "drop_departing_ratios",
            "task_flag", "fit_ambiguity", "fit_departing",
@@ -158,23 +158,23 @@ def _distance_fit(m: DistanceModel) -> "AnnotatorFit":
     return DistanceFit(distance=m.distance, edges=m.edges.tolist(), sound_pdf=m.sound_pdf.tolist(),
                        departs_pdf=m.departs_pdf.tolist(), annotators=list(m.annotators), sound=m.sound.tolist(),
                        ambiguity=float(m.ambiguity), n_answers=[int(n) for n in m.n_answers],
-                       location=None if m.location is None else _distance_fit(m.location),
-                       missed=None if m.missed is None else _miss_fit(m.missed), regions=m.regions)
+                       moved=None if m.moved is None else _rates_fit(m.moved),
+                       missed=None if m.missed is None else _rates_fit(m.missed), regions=m.regions)
 
 
-def _miss_fit(m: MissModel) -> "MissFit":
-    from .model import MissFit
+def _rates_fit(m: RegionRates) -> "RatesFit":
+    from .model import RatesFit
 
-    return MissFit(annotators=list(m.annotators), careful_rate=float(m.careful_rate), rate=m.rate.tolist(),
-                   sound=m.sound.tolist())
+    return RatesFit(annotators=list(m.annotators), careful_rate=float(m.careful_rate), rate=m.rate.tolist(),
+                    sound=m.sound.tolist())
 
 
-def _miss_model(f: Any) -> MissModel:
+def _rates(f: Any) -> RegionRates:
     sound = np.asarray(f.sound, dtype=float)
-    return MissModel(annotators=tuple(f.annotators), careful_rate=float(f.careful_rate),
-                     rate=np.asarray(f.rate, dtype=float), sound=sound, sound_best=sound,
-                     sound_ci=np.zeros((sound.size, 2)), n_regions=np.zeros(sound.size, dtype=np.int64),
-                     n_missed=np.zeros(sound.size, dtype=np.int64))
+    return RegionRates(annotators=tuple(f.annotators), careful_rate=float(f.careful_rate),
+                       rate=np.asarray(f.rate, dtype=float), sound=sound, sound_best=sound,
+                       sound_ci=np.zeros((sound.size, 2)), n_regions=np.zeros(sound.size, dtype=np.int64),
+                       n_errors=np.zeros(sound.size, dtype=np.int64))
 
 
 def _distance_model(f: Any) -> DistanceModel:
@@ -183,8 +183,8 @@ def _distance_model(f: Any) -> DistanceModel:
                          departs_pdf=np.asarray(f.departs_pdf), annotators=tuple(f.annotators), sound=sound,
                          sound_best=sound, sound_ci=np.zeros((sound.size, 2)), ambiguity=float(f.ambiguity),
                          n_answers=np.asarray(f.n_answers, dtype=np.int64), distance=f.distance,
-                         location=None if f.location is None else _distance_model(f.location),
-                         missed=None if f.missed is None else _miss_model(f.missed), regions=f.regions)
+                         moved=None if f.moved is None else _rates(f.moved),
+                         missed=None if f.missed is None else _rates(f.missed), regions=f.regions)
 
 
 # ---------------------------------------------------------------------------------------
@@ -397,13 +397,6 @@ def _read_distances(entry: "ControlReport", model: DistanceModel, table: pd.Data
         said = how_departs(entry.kind, [vals[k] for k in cons_row[named_rows]], [vals[k] for k in named_rows])
         how = {int(k): h for k, h in zip(named_rows, said) if h}
     reach = _reach(model)
-    if r.location is not None and r.p_moved is not None and model.location is not None:
-        # a region placed off within the error classes' IoU cut: said by the location model
-        moved_reach = _reach(model.location)
-        for k in named_rows.tolist():
-            if k not in how and r.p_moved[k] >= _NAMED_FROM:
-                how[k] = (f"its regions placed off: {r.location[k]:.2g} of their overlap with the consensus lost "
-                          f"(1 − IoU; careful answers lose up to {moved_reach:.2g})")
     # the loop below reads Python numbers (a numpy scalar per access costs ten times more)
     p_flag, p_amb, cons_p = r.p_flag.tolist(), r.p_ambiguous.tolist(), r.consensus_p.tolist()
     lr, consensus = r.log_lr_ambiguous.tolist(), med.consensus.tolist()
@@ -512,7 +505,7 @@ def fit_review(entry: "ControlReport", table: pd.DataFrame, names: Mapping[str, 
         dist = get_distance(entry.distance)
         pairs = task_pairs(item, list(table["value"]), dist)
         model = fit_consensus(pairs, who, distance=dist.name,
-                              regions=entry.kind if entry.kind in LOCATION_KINDS else None)
+                              regions=entry.kind if entry.kind in RATED_KINDS else None)
         entry.flags = _distance_fit(model)
         # the reading resolves the stored name; and it starts with no texts read (medoids'
         # ties read a value's text per key, and a span's key ignores its text: which row

@@ -26,7 +26,7 @@ from ls_agreement.metrics.result import json_text, strict_json as to_jsonable, w
 __all__ = [
     "REPORT_VERSION", "Interval", "Intervals", "AnnotatorIntervals", "Histogram", "Candidate",
     "Diagnostic", "KappaX", "KappaXIntervals", "CrowdTruthUnit", "SeedMeasures", "SpanF1Scores", "SpanF1Section", "CrowdTruthWorker",
-    "CrowdTruthSection", "LabelFit", "DistanceFit", "MissFit", "AnnotatorFit", "ItemEntry", "ControlAnnotator", "ControlReport", "TaskEntry",
+    "CrowdTruthSection", "LabelFit", "DistanceFit", "RatesFit", "AnnotatorFit", "ItemEntry", "ControlAnnotator", "ControlReport", "TaskEntry",
     "ProjectAnnotator", "AnnotatorControl", "BaselineInfo", "Report", "ControlStatus",
     "ReferenceIntervals", "ReferenceAgreement", "ModelAgreement", "ErrorCounts", "ErrorTypesSection",
     "AnnotatorPair", "PairMatrix", "LabelEntry", "LabelConfusion", "ConfusionMatrix", "LabelSection",
@@ -375,11 +375,11 @@ class LabelFit:
 
 
 @dataclass
-class MissFit:
-    """How often each annotator leaves out a region the consensus marks
-    (``metrics/miss_rates.py``): ``careful_rate`` r₀; per annotator (``annotators`` order)
+class RatesFit:
+    """How often each annotator makes one kind of region error (``metrics/region_rates.py``):
+    ``careful_rate`` r₀, the rate careful work reaches; per annotator (``annotators`` order)
     ``rate`` r_a as the reading uses it and ``sound`` θ, the share of their answers with no
-    departing miss."""
+    departing error."""
 
     annotators: list[str] = field(default_factory=list)
     careful_rate: float = 0.0
@@ -392,9 +392,9 @@ class DistanceFit:
     """The annotator model of any other control (``metrics/consensus.py``): a task's
     consensus is its medoid under ``distance``; the densities of a sound and of a departing
     answer's distance to it on the bins ``edges``; per annotator ``sound`` θ; ``ambiguity`` ρ.
-    For regions, ``location``: the same model of where an answer puts the regions it shares
-    with the consensus (its ``distance`` names the ``regions``' kind), and ``missed``: how
-    often each annotator leaves out a region the consensus marks; null for other kinds."""
+    For regions (``regions`` names their kind): ``moved``, how often each annotator puts a
+    region they share with the consensus elsewhere (IoU under the error classes' cut), and
+    ``missed``, how often they leave out one the consensus marks; null for other kinds."""
 
     model: Literal["distances"] = "distances"
     distance: str = ""
@@ -405,8 +405,8 @@ class DistanceFit:
     sound: list[float] = field(default_factory=list)
     ambiguity: float = 0.0
     n_answers: list[int] = field(default_factory=list)
-    location: "DistanceFit | None" = None
-    missed: MissFit | None = None
+    moved: RatesFit | None = None
+    missed: RatesFit | None = None
     regions: str = ""
 
 

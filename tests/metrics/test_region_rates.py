@@ -1,4 +1,4 @@
-"""How often each annotator leaves out a region the consensus marks (metrics/miss_rates.py),
+"""How often each annotator makes one kind of region error (metrics/region_rates.py),
 against independent references: scipy's binomial log-likelihoods for the test of who
 departs, an enumeration of every origin of an answer's misses for the posterior, and
 simulated projects whose truth is known."""
@@ -12,7 +12,7 @@ import pytest
 from scipy import stats
 
 from ls_agreement.metrics.consensus import consensus_model
-from ls_agreement.metrics.miss_rates import fit_miss_model
+from ls_agreement.metrics.region_rates import fit_region_rates
 from ls_agreement.metrics.model import Span
 from ls_agreement.metrics.sound_share import DEPARTS_AT
 
@@ -41,11 +41,12 @@ def _reach(k: dict[str, float], n: dict[str, float], who: set[str]) -> float:
 @pytest.mark.parametrize("seed", [5, 6, 7])
 def test_who_departs_follows_the_binomial_likelihood_ratio(seed: int) -> None:
     """One annotator at a time, the clearest first, by scipy's binomial log-likelihoods
-    against what the other careful annotators reach."""
+    against what the other careful annotators reach, where the low end of their rate's
+    Jeffreys interval is twice that."""
     rng = np.random.default_rng(seed)
     rates = {f"c{i}": float(r) for i, r in enumerate(rng.uniform(0.02, 0.04, 8))} | {"bad": 0.2, "half": 0.07}
     who, missed, shown = _answers(rng, rates)
-    model = fit_miss_model(who, missed, shown)
+    model = fit_region_rates(who, missed, shown)
     k = {a: float(missed[[w == a for w in who]].sum()) for a in rates}
     n = {a: float(shown[[w == a for w in who]].sum()) for a in rates}
     careful = set(rates)
@@ -54,7 +55,9 @@ def test_who_departs_follows_the_binomial_likelihood_ratio(seed: int) -> None:
         for a in careful:
             reach = _reach(k, n, careful - {a})
             own = k[a] / n[a]
-            gain[a] = stats.binom.logpmf(k[a], n[a], own) - stats.binom.logpmf(k[a], n[a], reach) if own > reach else 0.0
+            low = stats.beta.ppf(0.025, k[a] + 0.5, n[a] - k[a] + 0.5)     # Jeffreys interval's low end
+            gain[a] = (stats.binom.logpmf(k[a], n[a], own) - stats.binom.logpmf(k[a], n[a], reach)
+                       if low > 2 * reach else 0.0)
         clearest = max(gain, key=lambda a: gain[a])
         if gain[clearest] < DEPARTS_AT:
             break
@@ -90,7 +93,7 @@ def test_an_answer_s_departing_miss_against_enumeration() -> None:
     assignment of origins to an answer's m misses enumerated, weighted by its likelihood."""
     rng = np.random.default_rng(2)
     who, missed, shown = _answers(rng, {f"c{i}": 0.04 for i in range(6)} | {"bad": 0.3})
-    model = fit_miss_model(who, missed, shown)
+    model = fit_region_rates(who, missed, shown)
     r0 = model.careful_rate
     ra = float(model.rate[model.annotators.index("bad")])
     excess = (ra - r0) / (1 - r0)          # a region not slipped over is left out by them
