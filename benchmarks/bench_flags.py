@@ -282,7 +282,7 @@ def _speed() -> bool:
     boxes = [[Box(float(x[t]) + rng.normal(0, 0.8), 20.0, 15.0, 15.0, label="car")] for t in item]
     wall, cpu, _ = _timed(lambda: consensus_model(item, who, boxes, "boxes.iou", regions="boxes"))
     met &= wall <= FIT_SECONDS
-    print(f"boxes (medoid consensus; distance, location and miss models): fit and read {wall:.2f} s wall, {cpu:.2f} s CPU "
+    print(f"boxes (medoid consensus; distance model and region rates): fit and read {wall:.2f} s wall, {cpu:.2f} s CPU "
           f"({'PASS' if wall <= FIT_SECONDS else 'over'})")
     return _event() and met
 
