@@ -134,7 +134,8 @@ def fit_region_rates(annotator: Sequence[Any], errors: np.ndarray, regions: np.n
 
     Who departs is decided one annotator at a time, the clearest first: each careful
     annotator's errors against the rate the *other* careful annotators reach
-    (:func:`_careful_reach`: their pooled rate, raised by their own spread). Against the
+    (:func:`_careful_reach`: their pooled rate, raised by their own spread), where the low
+    end of their own rate's interval is :data:`_DEPARTS_TIMES` that. Against the
     pooled rate alone, careful annotators whose rates differ by nature (1–8 % of entities
     missed in a project of ten) had the one at twice the others' let depart at two seeds of
     ten, and each of their single misses flagged (10 % of one project's tasks).
@@ -187,7 +188,8 @@ def fit_region_rates(annotator: Sequence[Any], errors: np.ndarray, regions: np.n
     # each single miss of theirs was read as departing, 5 % of a careful project flagged)
     rate = np.where(careful, reach, np.clip(lo, 1e-12, 1.0 - 1e-9))
     return RegionRates(annotators=tuple(str(x) for x in labels), careful_rate=reach, rate=rate,
-                     sound=np.where(careful, 1.0, _share_kept(reach / rate, a, m, n_ann)),
-                     sound_best=_share_kept(reach / top, a, m, n_ann),
-                     sound_ci=np.column_stack([_share_kept(reach / hi, a, m, n_ann), _share_kept(reach / lo, a, m, n_ann)]),
-                     n_regions=n.astype(np.int64), n_errors=k.astype(np.int64))
+                       sound=np.where(careful, 1.0, _share_kept(reach / rate, a, m, n_ann)),
+                       sound_best=_share_kept(reach / top, a, m, n_ann),
+                       sound_ci=np.column_stack([_share_kept(reach / hi, a, m, n_ann),
+                                                 _share_kept(reach / lo, a, m, n_ann)]),
+                       n_regions=n.astype(np.int64), n_errors=k.astype(np.int64))
