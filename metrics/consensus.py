@@ -39,16 +39,14 @@ from scipy.stats import binom
 
 from .distances.base import Distance, compute_distinct, value_keys
 from .distances.registry import DistanceLike, get_distance
+from .departures import REGION_KINDS
 from .error_types import RegionSet
 from .region_rates import RegionRates, fit_region_rates
 from .sound_share import CAREFUL, DEPARTS_AT, sound_profile
 
 __all__ = ["DistanceModel", "ConsensusReading", "Medoids", "TaskPairs", "task_pairs", "medoids", "fit_distance_model",
            "read_consensus", "consensus_model", "fit_consensus", "compare_regions",
-           "RegionComparison", "REGION_KINDS"]
-
-#: The region kinds whose errors are also counted region by region (:func:`compare_regions`).
-REGION_KINDS = ("boxes", "polygons", "spans", "intervals")
+           "RegionComparison"]
 
 _BINS = 50
 _SOUND_PSEUDO = 25.0            # answers spread evenly over f_s's bins: a floor under its tail

@@ -27,8 +27,7 @@ import numpy as np
 import pandas as pd
 
 from ls_agreement.metrics.annotator_model import LabelModel, fit_label_model, read_labels
-from ls_agreement.metrics.consensus import (REGION_KINDS as RATED_KINDS, DistanceModel, TaskPairs, fit_consensus, read_consensus,
-                                            task_pairs)
+from ls_agreement.metrics.consensus import DistanceModel, TaskPairs, fit_consensus, read_consensus, task_pairs
 from ls_agreement.metrics.departures import REGION_KINDS, how_departs
 from ls_agreement.metrics.distances.registry import get_distance
 from ls_agreement.metrics.region_rates import RegionRates
@@ -373,12 +372,6 @@ def _read_labels(entry: "ControlReport", model: LabelModel, table: pd.DataFrame,
         rec.reason = _reason(rec, named, others, split, names, doubted)
 
 
-def _reach(model: DistanceModel) -> float:
-    """How far sound answers reach (95 % of f_s), for the reasons."""
-    at = np.searchsorted(np.cumsum(model.sound_pdf) * (model.edges[1] - model.edges[0]), 0.95)
-    return float(model.edges[min(int(at) + 1, model.edges.size - 1)])
-
-
 def _read_distances(entry: "ControlReport", model: DistanceModel, table: pd.DataFrame,
                     items: Mapping[str, "ItemEntry"], names: Mapping[str, str],
                     pairs: TaskPairs | None = None) -> None:
@@ -396,7 +389,9 @@ def _read_distances(entry: "ControlReport", model: DistanceModel, table: pd.Data
     if entry.kind in REGION_KINDS and named_rows.size:
         said = how_departs(entry.kind, [vals[k] for k in cons_row[named_rows]], [vals[k] for k in named_rows])
         how = {int(k): h for k, h in zip(named_rows, said) if h}
-    reach = _reach(model)
+    # how far sound answers reach (95 % of f_s), for the reasons of kinds without regions
+    at = np.searchsorted(np.cumsum(model.sound_pdf) * (model.edges[1] - model.edges[0]), 0.95)
+    reach = float(model.edges[min(int(at) + 1, model.edges.size - 1)])
     # the loop below reads Python numbers (a numpy scalar per access costs ten times more)
     p_flag, p_amb, cons_p = r.p_flag.tolist(), r.p_ambiguous.tolist(), r.consensus_p.tolist()
     lr, consensus = r.log_lr_ambiguous.tolist(), med.consensus.tolist()
@@ -505,7 +500,7 @@ def fit_review(entry: "ControlReport", table: pd.DataFrame, names: Mapping[str, 
         dist = get_distance(entry.distance)
         pairs = task_pairs(item, list(table["value"]), dist)
         model = fit_consensus(pairs, who, distance=dist.name,
-                              regions=entry.kind if entry.kind in RATED_KINDS else None)
+                              regions=entry.kind if entry.kind in REGION_KINDS else None)
         entry.flags = _distance_fit(model)
         # the reading resolves the stored name; and it starts with no texts read (medoids'
         # ties read a value's text per key, and a span's key ignores its text: which row
