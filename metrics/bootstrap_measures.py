@@ -69,6 +69,15 @@ class _Linear:
         self._stack: np.ndarray | None = None
         self._wt: np.ndarray | None = None
         self._out: np.ndarray | None = None
+        self._wt32: tuple[np.ndarray | None, np.ndarray | None, float] = (None, None, np.inf)
+
+    def whole32(self, wt: np.ndarray) -> tuple[np.ndarray | None, float]:
+        """``wt`` in float32 and its largest entry, when every entry is a whole number (a
+        replicate's multiplicities; cached for the block's maps); else None and inf."""
+        if self._wt32[0] is not wt:
+            whole = wt.size > 0 and bool(np.all(wt == np.rint(wt)))
+            self._wt32 = (wt, wt.astype(np.float32) if whole else None, float(np.abs(wt).max()) if whole else np.inf)
+        return self._wt32[1], self._wt32[2]
 
     def add(self, item: np.ndarray, col: np.ndarray, k: int, data: np.ndarray | None = None,
             dense_up_to: int = _DENSE_COLS) -> "_ItemMatrix":
@@ -96,13 +105,28 @@ class _Linear:
 
 
 class _ItemMatrix:
-    """One map of a :class:`_Linear`: ``(k, B)`` from item weights ``wt`` of shape ``(n_items, B)``."""
+    """One map of a :class:`_Linear`: ``(k, B)`` from item weights ``wt`` of shape ``(n_items, B)``.
+
+    A sparse map of whole non-negative entries is also kept in float32: with whole weights
+    whose every partial sum stays below 2^24 its product is exact there (as
+    :class:`_PairChance`'s), and half the memory traffic (the σ side sums of a
+    100,000-item bootstrap: 4.7 → 2.8 s of a ranking control, the same numbers).
+    """
 
     def __init__(self, linear: _Linear, offset: int | None, k: int, mt: sparse.csr_matrix | None) -> None:
         self.linear, self.offset, self.k, self.mt = linear, offset, k, mt
+        self.mt32: sparse.csr_matrix | None = None
+        self.row_top = np.inf                 # the largest row sum of mt32's entries
+        if mt is not None and mt.nnz and bool(np.all(mt.data >= 0)) and bool(np.all(mt.data == np.rint(mt.data))):
+            self.mt32 = mt.astype(np.float32)
+            self.row_top = float(np.max(mt.sum(axis=1)))
 
     def __call__(self, wt: np.ndarray) -> np.ndarray:
         if self.mt is not None:
+            if self.mt32 is not None:
+                w32, top = self.linear.whole32(wt)
+                if w32 is not None and self.row_top * top < 2.0 ** 24:
+                    return np.asarray(self.mt32 @ w32, dtype=np.float64)
             return np.asarray(self.mt @ wt)
         return self.linear.evaluate(wt)[self.offset:self.offset + self.k]
 

@@ -16,6 +16,7 @@ tasks over all controls.
 """
 from __future__ import annotations
 
+import gc
 import tempfile
 import warnings as warnings_module
 from contextlib import contextmanager, nullcontext
@@ -501,11 +502,16 @@ def build_report(config_xml: str, tasks: Iterable[dict], settings: ReportSetting
                                 include_predictions=settings.include_predictions)
             return _project(out, caught, settings, annotator_names, spill)
 
-        project = read() if workers == 1 else run_forked(read, errors=(BadInput,))
-        # each adapted control is let go once measured: nothing after this needs them
-        measured = measure_controls(project.controls,
-                                    partial(_measured_control, settings=settings, pooled=project.pooled),
-                                    workers, release=True, sizes=project.sizes)
+        try:
+            project = read() if workers == 1 else run_forked(read, errors=(BadInput,))
+            # each adapted control is let go once measured: nothing after this needs them
+            measured = measure_controls(project.controls,
+                                        partial(_measured_control, settings=settings, pooled=project.pooled),
+                                        workers, release=True, sizes=project.sizes)
+        finally:
+            # what the pauses froze goes back to the collector (gc_pause.py): a long-lived
+            # process that reports again must not keep a cycle of this one for good
+            gc.unfreeze()
     warnings = project.warnings
     keep = None if only_items is None else {_key(i) for i in only_items}
     controls: dict[str, ControlReport] = {}

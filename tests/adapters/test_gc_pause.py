@@ -73,3 +73,28 @@ def test_cycles_left_by_the_block_are_collected_when_it_ends() -> None:
             assert gone() is not None       # no pass ran inside the block
         assert gone() is None and gc.isenabled() and len(kept) == 1
         """)
+
+
+def test_what_the_block_kept_is_frozen_and_build_report_lets_it_go() -> None:
+    """What an adapting pass kept is frozen when it ends (the first collection after it
+    walked all of it for nothing); a report unfreezes it when its controls are measured, so
+    that a process reporting again keeps no cycle of the last report for good."""
+    _alone("""
+        import gc
+        from ls_agreement.adapters.gc_pause import gc_paused
+
+        kept = []
+        with gc_paused():
+            kept.extend([i] for i in range(1000))
+        assert gc.get_freeze_count() >= 1000
+        assert gc.get_count()[0] < 1000          # nothing for the next pass to walk
+
+        from ls_agreement.demo import data as demo_data
+        from ls_agreement.plugin.report.build import build_report
+        from ls_agreement.plugin.settings import ReportSettings
+        users = {a.email: 10 + k for k, a in enumerate(demo_data.ANNOTATORS)}
+        sample = demo_data.generate(users, seed=1, n_tasks=30)
+        build_report(sample.config, [{"id": i + 1, **t} for i, t in enumerate(sample.tasks)],
+                     ReportSettings(bootstrap=0))
+        assert gc.get_freeze_count() == 0
+        """)

@@ -145,3 +145,34 @@ def test_incidence_matrix_is_scipys_coo_sum_in_canonical_form(n_rows, n_cols, n)
         assert got.shape == want.shape and got.has_canonical_format
         assert np.array_equal(got.indptr, want.indptr) and np.array_equal(got.indices, want.indices)
         assert np.array_equal(got.data, want.data)
+
+
+def test_sparse_maps_of_whole_entries_multiply_exactly_in_float32():
+    """A sparse map of whole entries is multiplied in float32 when whole weights keep every
+    partial sum under 2^24: the same numbers as float64 (scipy's product), bit for bit; with
+    weights that are not whole, or sums past 2^24, the float64 product is taken."""
+    from ls_agreement.metrics.bootstrap_measures import _Linear
+
+    rng = np.random.default_rng(4)
+    n_items, k = 3000, 500
+    item, col = rng.integers(0, n_items, 20000), rng.integers(0, k, 20000)
+    data = rng.integers(1, 4, item.size).astype(float)
+    m = _Linear(n_items).add(item, col, k, data)
+    assert m.mt is not None and m.mt32 is not None
+    mt = m.mt
+    want = lambda w: np.asarray(mt @ w)      # noqa: E731
+    whole = rng.multinomial(n_items, np.full(n_items, 1 / n_items), size=40).T.astype(float)
+    assert np.array_equal(m(whole), want(whole))
+    for w in (whole + 0.5, whole * 2.0 ** 20):      # not whole; sums past 2^24
+        got = m(w)
+        assert got.dtype == np.float64 and np.array_equal(got, want(w))
+
+    # the float32 product is the one taken for whole weights, the float64 one else
+    class Untouched:
+        def __matmul__(self, other):
+            raise AssertionError("the float64 product was taken")
+
+    m.mt = Untouched()
+    assert np.array_equal(m(whole), want(whole))
+    with pytest.raises(AssertionError, match="float64"):
+        m(whole + 0.5)
