@@ -972,8 +972,10 @@ def _read_regions(model: DistanceModel, pairs: TaskPairs, med: Medoids, who: Seq
     n = med.distance.size
     cons = [who[k] for k in med.consensus.tolist()]
     p, clean, cons_p = {}, np.ones(med.items.size), np.ones(med.items.size)
-    for name, rates, errors in (("moved", model.moved, compared.moved), ("missed", model.missed, compared.missed)):
-        p[name] = np.zeros(n) if rates is None else np.where(med.is_consensus, 0.0, rates.p_departs(who, errors))
+    for name, rates, errors, regions in (("moved", model.moved, compared.moved, compared.matched),
+                                         ("missed", model.missed, compared.missed, compared.shown)):
+        p[name] = (np.zeros(n) if rates is None
+                   else np.where(med.is_consensus, 0.0, rates.p_departs(who, errors, regions)))
         clean *= np.exp(np.bincount(med.task_of, weights=np.log1p(-np.minimum(p[name], 1 - 1e-15)),
                                     minlength=med.items.size))
         if rates is not None:

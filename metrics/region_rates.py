@@ -23,6 +23,16 @@ their tasks flagged).
 Each annotator's *sound share* θ: the share of their answers with no departing error, the
 mean of ``(r₀ / r_a)^m`` over their answers (1 for a careful annotator); its interval from
 the Jeffreys interval of ``r_a``.
+
+Who departs is the rates' to say; how a departing annotator's answers are read may be
+finer. Where their errors come together in some answers (a shift moves every box of the
+answers it hits) rather than spread over all of them, a mixture reads them: an answer is
+*off* with probability ``π_a`` and then errs on each region at ``q_a``, else at ``r₀``, kept
+where its likelihood beats one rate, their own, by :data:`~.sound_share.DEPARTS_AT`. An
+answer then holds a departing error with ``P(off | m, n) · (1 − (r₀ / q_a)^m)``. Read by one
+rate, each box of theirs under the cut was theirs with ``1 − r₀ / r_a``, wherever it lay:
+among careful boxes that wander by 1.5 % of the image, a third of the flags were the
+shifter's unshifted answers with one box a little off.
 """
 from __future__ import annotations
 
@@ -43,6 +53,12 @@ _REACH_Z = 1.96
 #: How many times careful work's rate the low end of an annotator's must be before they
 #: may depart: from twice, one error of theirs is likelier theirs than a careful slip.
 _DEPARTS_TIMES = 2.0
+#: The mixture's EM: its steps, tolerance and starts (π, q) — a few answers far off, some
+#: half off, many a little (the likelihood has ridges: an EM from an even share ended at
+#: ``q = r₀`` for an annotator with a sixth of their answers off).
+_EM_STEPS = 500
+_EM_TOL = 1e-9
+_STARTS = ((0.1, 0.9), (0.1, 0.6), (0.3, 0.6), (0.5, 0.3), (0.9, 0.3))
 
 
 @dataclass(frozen=True)
@@ -57,7 +73,7 @@ class RegionRates:
         by their own spread beyond sampling's, :func:`_careful_reach`).
     rate : ndarray, shape (A,)
         ``r_a`` as the reading uses it: ``r₀`` unless their errors clearly exceed it, then
-        the low end of their rate's 95 % interval.
+        the low end of their rate's 95 % interval; read as a mixture, ``q_a``.
     sound, sound_best : ndarray, shape (A,)
         θ as used (1 for a careful annotator) and at their own rate ``r̂_a`` (their
         reliability in this respect).
@@ -65,6 +81,10 @@ class RegionRates:
         θ at the bounds of ``r_a``'s 95 % Jeffreys interval.
     n_regions, n_errors : ndarray of int, shape (A,)
         The regions each annotator could err on, and their errors.
+    share : ndarray, shape (A,), optional
+        ``π_a`` where a departing annotator's answers are read as a mixture of careful
+        answers and answers off, 1 where by one rate (None: all by one rate, as reports
+        written before the mixture).
     """
 
     annotators: tuple[str, ...]
@@ -75,6 +95,7 @@ class RegionRates:
     sound_ci: np.ndarray
     n_regions: np.ndarray
     n_errors: np.ndarray
+    share: np.ndarray | None = None
 
     def _per_answer(self, values: np.ndarray, default: float, annotators: Sequence[str]) -> np.ndarray:
         index = {a: k for k, a in enumerate(self.annotators)}
@@ -86,18 +107,24 @@ class RegionRates:
         """θ of each of ``annotators`` (1 for one the fit has not seen), shape (n,)."""
         return self._per_answer(self.sound, 1.0, annotators)
 
-    def p_departs(self, annotators: Sequence[str], errors: np.ndarray) -> np.ndarray:
-        """Per answer, the posterior that it holds a departing error: ``1 − (r₀ / r_a)^m``.
+    def p_departs(self, annotators: Sequence[str], errors: np.ndarray, regions: np.ndarray) -> np.ndarray:
+        """Per answer, the posterior that it holds a departing error: ``1 − (r₀ / r_a)^m``,
+        or read as a mixture ``P(off | m, n) · (1 − (r₀ / q_a)^m)``.
 
         Parameters
         ----------
         annotators : sequence of str, shape (n,)
-        errors : ndarray, shape (n,)
-            Each answer's errors of this kind (NaN: none possible).
+        errors, regions : ndarray, shape (n,)
+            Each answer's errors of this kind and the regions it could err on (NaN: none
+            possible).
         """
-        rate = self._per_answer(self.rate, self.careful_rate, annotators)
+        r0 = self.careful_rate
+        rate = np.maximum(self._per_answer(self.rate, r0, annotators), r0)
+        share = (np.ones(rate.size) if self.share is None
+                 else self._per_answer(self.share, 1.0, annotators))
         m = np.nan_to_num(np.asarray(errors, dtype=float), nan=0.0)
-        return 1.0 - np.power(self.careful_rate / np.maximum(rate, self.careful_rate), m)
+        n = np.maximum(np.nan_to_num(np.asarray(regions, dtype=float), nan=0.0), m)
+        return _p_departing(share, rate, r0, m, n)
 
 
 def _binomial_gain(k: np.ndarray, n: np.ndarray, r: np.ndarray, r0: float) -> np.ndarray:
@@ -111,6 +138,84 @@ def _share_kept(ratio: np.ndarray, a: np.ndarray, m: np.ndarray, n_ann: int) -> 
     """Per annotator, the mean over their answers of ``ratio[a] ** m``, shape (A,)."""
     count = np.maximum(np.bincount(a, minlength=n_ann), 1)
     return np.bincount(a, weights=np.power(ratio[a], m), minlength=n_ann) / count
+
+
+def _log_binomial(m: np.ndarray, n: np.ndarray, r: np.ndarray | float) -> np.ndarray:
+    """log r^m (1 − r)^(n − m) (the binomial coefficient cancels wherever it is used)."""
+    r = np.clip(r, 1e-12, 1.0 - 1e-12)
+    return m * np.log(r) + (n - m) * np.log1p(-r)
+
+
+def _p_off(share: np.ndarray, q: np.ndarray, r0: float, m: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """P(an answer is off | its ``m`` errors of ``n``) (1 where ``share`` is 1), shapes of ``m``."""
+    with np.errstate(divide="ignore"):
+        logit = (np.log(share) - np.log1p(-np.minimum(share, 1.0))
+                 + _log_binomial(m, n, q) - _log_binomial(m, n, r0))
+    return np.where(share >= 1.0, 1.0, 1.0 / (1.0 + np.exp(-np.clip(logit, -700.0, 700.0))))
+
+
+def _p_departing(share: np.ndarray, q: np.ndarray, r0: float, m: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """P(an answer holds a departing error): it is off (by one rate, always), and not each
+    of its errors a careful slip, shapes of ``m``."""
+    return _p_off(share, q, r0, m, n) * -np.expm1(m * np.log(r0 / np.maximum(q, r0)))
+
+
+@dataclass(frozen=True)
+class _OffAnswers:
+    """Each annotator's answers as a mixture of careful answers (rate ``r₀``) and answers off."""
+
+    share: np.ndarray      # (A,) π̂
+    rate: np.ndarray       # (A,) q̂ ≥ r₀
+    gain: np.ndarray       # (A,) its log-likelihood over one rate, their own
+    off: np.ndarray        # (A,) their answers off (posterior-weighted)
+    answers: np.ndarray    # (A,) their answers
+
+
+def _off_answers(a: np.ndarray, m: np.ndarray, n: np.ndarray, r0: float, n_ann: int) -> _OffAnswers:
+    """Fit ``π_a`` and ``q_a ≥ r₀`` of every annotator at once by EM from each of
+    :data:`_STARTS`, keeping each annotator's best (answers alike in annotator, errors and
+    regions taken as one, with their count: a project's hundred thousand answers are a few
+    hundred)."""
+    rows, count = np.unique(np.column_stack([a, m, n]), axis=0, return_counts=True)
+    a, m, n, count = rows[:, 0].astype(np.int64), rows[:, 1], rows[:, 2], count.astype(float)
+    c0 = _log_binomial(m, n, r0)
+    tot = np.maximum(np.bincount(a, weights=count, minlength=n_ann), 1e-12)
+
+    def loglik(share: np.ndarray, q: np.ndarray) -> np.ndarray:
+        with np.errstate(divide="ignore"):
+            mix = np.logaddexp(np.log(share[a]) + _log_binomial(m, n, q[a]), np.log1p(-share[a]) + c0)
+        return np.bincount(a, weights=count * mix, minlength=n_ann)
+
+    best_share, best_q, best = np.full(n_ann, 0.5), np.full(n_ann, r0), np.full(n_ann, -np.inf)
+    for share0, q0 in _STARTS:
+        share, q = np.full(n_ann, share0), np.full(n_ann, max(q0, r0))
+        for _ in range(_EM_STEPS):
+            cw = count * _p_off(share[a], q[a], r0, m, n)
+            new_share = np.clip(np.bincount(a, weights=cw, minlength=n_ann) / tot, 1e-9, 1.0 - 1e-9)
+            new_q = np.clip(np.bincount(a, weights=cw * m, minlength=n_ann) / np.maximum(
+                np.bincount(a, weights=cw * n, minlength=n_ann), 1e-300), r0, 1.0 - 1e-9)
+            step = max(float(np.max(np.abs(new_share - share), initial=0.0)),
+                       float(np.max(np.abs(new_q - q), initial=0.0)))
+            share, q = new_share, new_q
+            if step < _EM_TOL:
+                break
+        got = loglik(share, q)
+        better = got > best
+        best_share, best_q, best = np.where(better, share, best_share), np.where(better, q, best_q), np.maximum(got, best)
+    own = np.bincount(a, weights=count * m, minlength=n_ann) / np.maximum(
+        np.bincount(a, weights=count * n, minlength=n_ann), 1e-300)
+    one = np.bincount(a, weights=count * _log_binomial(m, n, own[a]), minlength=n_ann)
+    return _OffAnswers(share=best_share, rate=best_q, gain=best - one, answers=tot,
+                       off=np.bincount(a, weights=count * _p_off(best_share[a], best_q[a], r0, m, n),
+                                       minlength=n_ann))
+
+
+def _mixture_kept(share: np.ndarray, q: np.ndarray, r0: float, a: np.ndarray, m: np.ndarray, n: np.ndarray,
+                  n_ann: int) -> np.ndarray:
+    """Per annotator, the share of their answers with no departing error when read as a
+    mixture, shape (A,)."""
+    count = np.maximum(np.bincount(a, minlength=n_ann), 1)
+    return 1.0 - np.bincount(a, weights=_p_departing(share[a], q[a], r0, m, n), minlength=n_ann) / count
 
 
 def _careful_reach(k: np.ndarray, n: np.ndarray) -> float:
@@ -156,7 +261,7 @@ def fit_region_rates(annotator: Sequence[Any], errors: np.ndarray, regions: np.n
     n_ann = len(labels)
     errors, regions = np.asarray(errors, dtype=float), np.asarray(regions, dtype=float)
     seen = np.isfinite(errors) & np.isfinite(regions) & (regions > 0)
-    a, m = codes[seen].astype(np.int64), errors[seen]
+    a, m, c = codes[seen].astype(np.int64), errors[seen], np.maximum(regions[seen], errors[seen])
     k = np.bincount(a, weights=m, minlength=n_ann)
     n = np.bincount(a, weights=regions[seen], minlength=n_ann)
     careful = np.ones(n_ann, dtype=bool)
@@ -187,9 +292,23 @@ def fit_region_rates(annotator: Sequence[Any], errors: np.ndarray, regions: np.n
     # careful annotators' rates, pooled from their consensus, spread wider than sampling:
     # each single miss of theirs was read as departing, 5 % of a careful project flagged)
     rate = np.where(careful, reach, np.clip(lo, 1e-12, 1.0 - 1e-9))
-    return RegionRates(annotators=tuple(str(x) for x in labels), careful_rate=reach, rate=rate,
-                       sound=np.where(careful, 1.0, _share_kept(reach / rate, a, m, n_ann)),
-                       sound_best=_share_kept(reach / top, a, m, n_ann),
-                       sound_ci=np.column_stack([_share_kept(reach / hi, a, m, n_ann),
-                                                 _share_kept(reach / lo, a, m, n_ann)]),
-                       n_regions=n.astype(np.int64), n_errors=k.astype(np.int64))
+    sound = np.where(careful, 1.0, _share_kept(reach / rate, a, m, n_ann))
+    sound_best = _share_kept(reach / top, a, m, n_ann)
+    sound_ci = np.column_stack([_share_kept(reach / hi, a, m, n_ann), _share_kept(reach / lo, a, m, n_ann)])
+    share = np.ones(n_ann)
+    if not careful.all():
+        # who departs is the rates' to say; a departing annotator whose errors come together
+        # in some answers is read by the mixture (at its maximum: they depart already)
+        mix = _off_answers(a, m, c, reach, n_ann)
+        by_mix = ~careful & (mix.gain >= DEPARTS_AT)
+        if by_mix.any():
+            share = np.where(by_mix, mix.share, 1.0)
+            rate = np.where(by_mix, mix.rate, rate)
+            sound = np.where(by_mix, _mixture_kept(share, rate, reach, a, m, c, n_ann), sound)
+            bounds = [_mixture_kept(np.where(by_mix, stats.beta.ppf(p, mix.off + 0.5, mix.answers - mix.off + 0.5),
+                                             1.0), rate, reach, a, m, c, n_ann) for p in (0.975, 0.025)]
+            sound_best = np.where(by_mix, sound, sound_best)
+            sound_ci = np.where(by_mix[:, None], np.column_stack(bounds), sound_ci)
+    return RegionRates(annotators=tuple(str(x) for x in labels), careful_rate=reach, rate=rate, sound=sound,
+                       sound_best=sound_best, sound_ci=sound_ci, n_regions=n.astype(np.int64),
+                       n_errors=k.astype(np.int64), share=share)

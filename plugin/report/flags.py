@@ -165,7 +165,8 @@ def _rates_fit(m: RegionRates) -> "RatesFit":
     from .model import RatesFit
 
     return RatesFit(annotators=list(m.annotators), careful_rate=float(m.careful_rate), rate=m.rate.tolist(),
-                    sound=m.sound.tolist())
+                    sound=m.sound.tolist(),
+                    share=None if m.share is None or np.all(m.share == 1.0) else m.share.tolist())
 
 
 def _rates(f: Any) -> RegionRates:
@@ -173,7 +174,8 @@ def _rates(f: Any) -> RegionRates:
     return RegionRates(annotators=tuple(f.annotators), careful_rate=float(f.careful_rate),
                        rate=np.asarray(f.rate, dtype=float), sound=sound, sound_best=sound,
                        sound_ci=np.zeros((sound.size, 2)), n_regions=np.zeros(sound.size, dtype=np.int64),
-                       n_errors=np.zeros(sound.size, dtype=np.int64))
+                       n_errors=np.zeros(sound.size, dtype=np.int64),
+                       share=None if f.share is None else np.asarray(f.share, dtype=float))
 
 
 def _distance_model(f: Any) -> DistanceModel:

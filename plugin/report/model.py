@@ -379,12 +379,15 @@ class RatesFit:
     """How often each annotator makes one kind of region error (``metrics/region_rates.py``):
     ``careful_rate`` r₀, the rate careful work reaches; per annotator (``annotators`` order)
     ``rate`` r_a as the reading uses it and ``sound`` θ, the share of their answers with no
-    departing error."""
+    departing error; ``share`` π_a where a departing annotator's answers are read as a
+    mixture of careful answers and answers off (``rate`` then q_a, an off answer's), 1 where
+    by one rate (null: all by one rate)."""
 
     annotators: list[str] = field(default_factory=list)
     careful_rate: float = 0.0
     rate: list[float] = field(default_factory=list)
     sound: list[float] = field(default_factory=list)
+    share: list[float] | None = None
 
 
 @dataclass

@@ -1,7 +1,8 @@
 """How often each annotator makes one kind of region error (metrics/region_rates.py),
 against independent references: scipy's binomial log-likelihoods for the test of who
-departs, an enumeration of every origin of an answer's misses for the posterior, and
-simulated projects whose truth is known."""
+departs, a numerical maximum of the mixture's likelihood for how a departing annotator's
+answers are read, an enumeration of every origin of an answer's errors for the posterior,
+and simulated projects whose truth is known."""
 from __future__ import annotations
 
 import itertools
@@ -9,10 +10,10 @@ import math
 
 import numpy as np
 import pytest
-from scipy import stats
+from scipy import optimize, stats
 
 from ls_agreement.metrics.consensus import consensus_model
-from ls_agreement.metrics.region_rates import fit_region_rates
+from ls_agreement.metrics.region_rates import RegionRates, _off_answers, fit_region_rates
 from ls_agreement.metrics.model import Span
 from ls_agreement.metrics.sound_share import DEPARTS_AT
 
@@ -88,6 +89,21 @@ def test_careful_annotators_whose_rates_differ_by_nature_do_not_depart() -> None
         assert np.mean(read.p_flag >= 0.5) <= 0.03
 
 
+def _enumerated(pi: float, q: float, r0: float, m: int, n: int) -> float:
+    """P(an answer with ``m`` errors of ``n`` regions holds one of the annotator's own), every
+    origin of every region enumerated: a careful answer slips on each at ``r0``; an off one
+    (probability ``pi``) slips as careful work does or errs of its own at ``(q − r0) /
+    (1 − r0)`` beside; the first ``m`` regions are those in error."""
+    excess = (q - r0) / (1 - r0)
+    total = (1 - pi) * r0 ** m * (1 - r0) ** (n - m)
+    departing = 0.0
+    for origins in itertools.product((0, 1), repeat=m):       # 0: a careful slip, 1: theirs
+        w = pi * np.prod([r0 if o == 0 else (1 - r0) * excess for o in origins]) * ((1 - r0) * (1 - excess)) ** (n - m)
+        total += w
+        departing += w if any(origins) else 0.0
+    return departing / total
+
+
 def test_an_answer_s_departing_miss_against_enumeration() -> None:
     """Each miss of a departing annotator is careful work's (rate r0) or theirs; every
     assignment of origins to an answer's m misses enumerated, weighted by its likelihood."""
@@ -96,15 +112,47 @@ def test_an_answer_s_departing_miss_against_enumeration() -> None:
     model = fit_region_rates(who, missed, shown)
     r0 = model.careful_rate
     ra = float(model.rate[model.annotators.index("bad")])
-    excess = (ra - r0) / (1 - r0)          # a region not slipped over is left out by them
-    for m in range(5):
-        # P(missed, careful slip) = r0; P(missed, theirs) = (1 - r0) * excess
-        weights = [np.prod([r0 if o == 0 else (1 - r0) * excess for o in origins])
-                   for origins in itertools.product((0, 1), repeat=m)]
-        careful_only = weights[0] if m else 1.0
-        expected = 1 - careful_only / sum(weights) if m else 0.0
-        assert model.p_departs(["bad"], np.array([m]))[0] == pytest.approx(expected)
-        assert model.p_departs(["c0"], np.array([m]))[0] == pytest.approx(0.0)
+    assert model.share is not None and model.share[model.annotators.index("bad")] == 1.0   # one rate
+    for n in range(1, 6):
+        for m in range(n + 1):
+            got = model.p_departs(["bad", "c0"], np.array([m, m]), np.array([n, n]))
+            assert got[0] == pytest.approx(_enumerated(1.0, ra, r0, m, n))
+            assert got[1] == pytest.approx(0.0)
+
+
+def test_an_answer_read_as_a_mixture_against_enumeration() -> None:
+    """An annotator read as a mixture (a share of answers off, each region of those in error
+    at q): the posterior against the enumeration, over components and origins."""
+    model = RegionRates(annotators=("bad", "c0"), careful_rate=0.05, rate=np.array([0.7, 0.05]),
+                        sound=np.array([0.8, 1.0]), sound_best=np.array([0.8, 1.0]), sound_ci=np.zeros((2, 2)),
+                        n_regions=np.zeros(2, dtype=np.int64), n_errors=np.zeros(2, dtype=np.int64),
+                        share=np.array([0.2, 1.0]))
+    for n in range(1, 6):
+        for m in range(n + 1):
+            got = model.p_departs(["bad"], np.array([m]), np.array([n]))[0]
+            assert got == pytest.approx(_enumerated(0.2, 0.7, 0.05, m, n), rel=1e-9, abs=1e-12)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_mixture_is_the_maximum_of_its_likelihood(seed: int) -> None:
+    """π and q of the mixture ``(1 − π) Binom(m; n, r0) + π Binom(m; n, q)`` against scipy's
+    bounded maximum from a grid of starts, and its gain over one binomial rate, their own."""
+    rng = np.random.default_rng(seed)
+    n = rng.integers(1, 6, 400).astype(float)
+    off = rng.random(400) < 0.2
+    m = rng.binomial(n.astype(int), np.where(off, 0.8, 0.06)).astype(float)
+    r0 = 0.06
+    fit = _off_answers(np.zeros(400, dtype=np.int64), m, n, r0, 1)
+    careful = stats.binom.logpmf(m, n, r0)
+
+    def minus(x: np.ndarray) -> float:
+        return -float(np.sum(np.logaddexp(np.log(x[0]) + stats.binom.logpmf(m, n, x[1]), np.log1p(-x[0]) + careful)))
+
+    best = min((optimize.minimize(minus, [p0, q0], method="L-BFGS-B", bounds=[(1e-6, 1 - 1e-6), (r0, 1 - 1e-9)])
+                for p0 in (0.1, 0.5, 0.9) for q0 in (0.2, 0.5, 0.9)), key=lambda res: res.fun)
+    assert fit.share[0] == pytest.approx(best.x[0], abs=1e-4) and fit.rate[0] == pytest.approx(best.x[1], abs=1e-4)
+    own = m.sum() / n.sum()
+    assert fit.gain[0] == pytest.approx(-best.fun - float(np.sum(stats.binom.logpmf(m, n, own))), abs=1e-6)
 
 
 def _entities(rng: np.random.Generator, bad_rate: float, n_tasks: int = 300) -> tuple:
