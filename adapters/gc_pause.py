@@ -15,8 +15,9 @@ adapting runs with the collector as it is.
 When the block ends, what it built and kept is frozen (``gc.freeze``): left in the youngest
 generation, the first collection after it walked all of it (3.9 s of CPU once the
 100,000-task export is read). Frozen objects are still freed by reference counting; a
-cycle among them would wait for ``gc.unfreeze()``, which ``build_report`` calls when the
-controls are measured.
+cycle among them would wait for :func:`thaw`, which ``build_report`` calls when the controls
+are measured (a process that never paused is left as it is: ``gc.unfreeze`` is whole, and
+a host application may have frozen its own start-up).
 
 Measuring a control is the same story (tables kept for minutes, a full pass each time they
 grow by a quarter; the 100,000-task report spends about 20 s of 255 s of CPU in the
@@ -29,7 +30,9 @@ import threading
 from contextlib import contextmanager
 from typing import Iterator
 
-__all__ = ["gc_paused"]
+__all__ = ["gc_paused", "thaw"]
+
+_froze: list[bool] = []     # whether a pause of this process froze what it kept
 
 
 @contextmanager
@@ -55,7 +58,16 @@ def gc_paused(collect: bool = False) -> Iterator[None]:
             # 100,000-task export is read): frozen, it is never walked; reference counting
             # still frees it
             gc.freeze()
+            _froze[:] = [True]
         if was_on:
             gc.enable()
         if collect:
             gc.collect(0)
+
+
+def thaw() -> None:
+    """Give what the pauses of this process froze back to the collector (nothing if none
+    froze)."""
+    if _froze:
+        gc.unfreeze()
+        _froze.clear()

@@ -16,7 +16,6 @@ tasks over all controls.
 """
 from __future__ import annotations
 
-import gc
 import tempfile
 import warnings as warnings_module
 from contextlib import contextmanager, nullcontext
@@ -32,7 +31,7 @@ from ls_agreement.adapters.config import LabelingConfig, parse_config
 from ls_agreement.adapters.control import ControlData, fitting_distances, unread_warning
 from ls_agreement.adapters.errors import AdapterError, PartsDiffer
 from ls_agreement.adapters.export_stream import ExportFile, ExportPart, iter_part, split_export
-from ls_agreement.adapters.gc_pause import gc_paused
+from ls_agreement.adapters.gc_pause import gc_paused, thaw
 from ls_agreement.adapters.spans import release_tokens, span_units_table
 from ls_agreement.metrics.distances.registry import get_distance
 from ls_agreement.metrics.engine import HISTOGRAM_BINS
@@ -511,7 +510,7 @@ def build_report(config_xml: str, tasks: Iterable[dict], settings: ReportSetting
         finally:
             # what the pauses froze goes back to the collector (gc_pause.py): a long-lived
             # process that reports again must not keep a cycle of this one for good
-            gc.unfreeze()
+            thaw()
     warnings = project.warnings
     keep = None if only_items is None else {_key(i) for i in only_items}
     controls: dict[str, ControlReport] = {}

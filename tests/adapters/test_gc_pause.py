@@ -98,3 +98,24 @@ def test_what_the_block_kept_is_frozen_and_build_report_lets_it_go() -> None:
                      ReportSettings(bootstrap=0))
         assert gc.get_freeze_count() == 0
         """)
+
+
+def test_a_process_that_never_paused_keeps_what_it_froze() -> None:
+    """A host application that froze its own start-up (gc.freeze after preloading) keeps it
+    frozen through a report run beside other threads, where no pause is taken."""
+    _alone("""
+        import gc, threading
+        from ls_agreement.adapters.gc_pause import gc_paused, thaw
+        kept = [[i] for i in range(1000)]
+        gc.freeze()
+        frozen = gc.get_freeze_count()
+        stop = threading.Event()
+        other = threading.Thread(target=stop.wait)
+        other.start()
+        with gc_paused():
+            pass
+        thaw()
+        stop.set()
+        other.join()
+        assert gc.get_freeze_count() == frozen
+        """)
