@@ -522,7 +522,7 @@ def _lone(d: np.ndarray, task: np.ndarray, n_tasks: int) -> np.ndarray:
 
 
 def _sound_pdf(weight: np.ndarray, a: np.ndarray, b: np.ndarray, n_ann: int, edges: np.ndarray,
-               lone: np.ndarray) -> np.ndarray:
+               lone: np.ndarray, cell: np.ndarray | None = None) -> np.ndarray:
     """``f_s``: the unimodal histogram of the answers' sound weights (smoothed, with
     :data:`_SOUND_PSEUDO` answers spread evenly as a floor), raised wherever the typical
     annotator lands more often — per bin, the median over the annotators with
@@ -550,13 +550,15 @@ def _sound_pdf(weight: np.ndarray, a: np.ndarray, b: np.ndarray, n_ann: int, edg
     edges : ndarray, shape (B + 1,)
     lone : ndarray of bool, shape (N,)
         :func:`_lone`.
+    cell : ndarray of int, shape (N,), optional
+        ``a · B + b``, when the caller (an EM run, once per step) has it already.
 
     Returns
     -------
     ndarray, shape (B,)
     """
     n_bins = edges.size - 1
-    cell = a * n_bins + b
+    cell = a * n_bins + b if cell is None else cell
     per = np.bincount(cell, weights=weight, minlength=n_ann * n_bins).reshape(n_ann, n_bins)
     h = _smooth_rows(per.sum(axis=0)[None])[0]
     if h.sum() > 0:
@@ -671,18 +673,26 @@ def _beyond(d: np.ndarray, b: np.ndarray, by_careful: np.ndarray, edges: np.ndar
     departures as much as their far answers counted for them: a box annotator off by half a
     box width on 20 % of their tasks, among careful annotators whose boxes wander by 2 % of
     the image, was never let depart (recall 0.06 at one seed in three)."""
-    n_bins = edges.size - 1
+    region = _departure_region(b, by_careful, edges.size - 1, departs is not None)
+    weight = region[b].astype(float) if departs is None else departs * region[b]
+    return _histogram_pdf(d, weight, edges, _DEPARTS_PSEUDO, bins=b)
+
+
+def _departure_region(b: np.ndarray, by_careful: np.ndarray, n_bins: int, theirs_too: bool) -> np.ndarray:
+    """:func:`_beyond`'s bins where departures land (shape (B,) bool): past the reach of
+    careful work, and with ``theirs_too`` where the departing annotators' answers land more
+    than :data:`_EXCESS` times as often as the careful ones'. It depends on who is careful
+    alone, so an EM run computes it once."""
     careful_h = np.bincount(b[by_careful], minlength=n_bins) / max(int(by_careful.sum()), 1)
     reach = int(np.searchsorted(np.cumsum(careful_h), _SOUND_REACH))
     region = np.arange(n_bins) > reach
-    if departs is not None and not by_careful.all():
+    if theirs_too and not by_careful.all():
         smooth = np.array([0.25, 0.5, 0.25])
         theirs = np.bincount(b[~by_careful], minlength=n_bins) / int((~by_careful).sum())
         ratio_theirs = np.convolve(np.r_[theirs[:1], theirs, theirs[-1:]], smooth, mode="valid")
         ratio_careful = np.convolve(np.r_[careful_h[:1], careful_h, careful_h[-1:]], smooth, mode="valid")
         region |= ratio_theirs > _EXCESS * ratio_careful
-    weight = region[b].astype(float) if departs is None else departs * region[b]
-    return _histogram_pdf(d, weight, edges, _DEPARTS_PSEUDO, bins=b)
+    return region
 
 
 def _isotonic(y: np.ndarray) -> np.ndarray:
@@ -758,10 +768,14 @@ def fit_distance_model(medoid: Medoids, annotator: Sequence[Any], *, distance: s
     # each answer's cell of the factor grid (_cell_factors) and each annotator's answer
     # count: fixed through the fit, so the E step gathers per answer what it computed per cell
     cell = main * (n_ann * _BINS) + a * _BINS + b
+    by_bin = a * _BINS + b
     per_annotator = np.maximum(np.bincount(a, minlength=n_ann), 1)
 
     def em() -> int:
         last, it = -np.inf, 0
+        # where departures land depends on who is careful alone, fixed through this run
+        region = (None if careful.all()
+                  else _departure_region(b, careful[a], _BINS, theirs_too=True)[b])
         for it in range(1, max_iter + 1):
             log_o, log_s, theta_n, sound_n, ordinary, sound_share, other_share = np.take(
                 _cell_factors(state["theta"], state["sound"], state["departs"], 1.0 / hi), cell, axis=1)
@@ -778,14 +792,14 @@ def fit_distance_model(medoid: Medoids, annotator: Sequence[Any], *, distance: s
             in_main /= ordinary
             in_main += pa * sound_share
             other = pa * other_share
-            state["sound"] = _sound_pdf(in_main, a, b, n_ann, edges, lone)
+            state["sound"] = _sound_pdf(in_main, a, b, n_ann, edges, lone, cell=by_bin)
             if not careful.all():
                 departs = 1.0 - in_main - other
                 # f_d learns where departures land, beyond the reach of careful work (the
                 # careful annotators' upper quantile): below it f_d keeps its floor alone,
                 # else a departing annotator's whole distribution (their sound answers too)
                 # would pass for departures, or their systematic misses for sound work
-                state["departs"] = _beyond(d, b, careful[a], edges, departs)
+                state["departs"] = _histogram_pdf(d, departs * region, edges, _DEPARTS_PSEUDO, bins=b)
             free = np.bincount(a, weights=in_main + other, minlength=n_ann) / per_annotator
             state["theta"] = np.where(careful, CAREFUL, np.clip(free, 1e-6, CAREFUL))
             if ambiguity:

@@ -19,6 +19,8 @@ symmetric coincidence of labels between annotator pairs.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import chain
+from operator import attrgetter
 from typing import Any, Hashable, Iterable, Literal
 
 import numpy as np
@@ -29,6 +31,8 @@ from .model import REGION_TYPES, Attributed, Relation
 from .result import Result, strict_json
 from .table import Duplicates, factorize, long_table, tabular
 from .errors import BadInput
+
+_LABEL = attrgetter("label")
 
 __all__ = ["per_label_agreement", "PerLabelResult", "label_confusion", "label_sets", "LABEL_COLUMNS",
            "CONFUSION_COLUMNS"]
@@ -113,6 +117,32 @@ def _object_labels(obj: Any) -> Iterable[Hashable]:
     return ()
 
 
+def _region_labels(values: Any, split: str | None) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`label_sets`' (row, label) entries read at C speed where every value is a tuple
+    of regions (the adapters' values of a box or span control: 400,000 of them took 4.4 s
+    of a 100,000-task control one by one), in the same order, each value's labels once;
+    None for anything else, or where a label would be split."""
+    if not hasattr(values, "__len__") or set(map(type, values)) - {tuple}:
+        return None
+    objs = list(chain.from_iterable(values))
+    if set(map(type, objs)) - set(REGION_TYPES):
+        return None
+    labels = np.fromiter(map(_LABEL, objs), dtype=object, count=len(objs))
+    has = np.fromiter((x is not None for x in labels), dtype=bool, count=labels.size)
+    if split is not None and any(isinstance(x, str) and split in x for x in labels[has]):
+        return None
+    row = np.repeat(np.arange(len(values), dtype=np.int64), np.fromiter(map(len, values), dtype=np.int64,
+                                                                        count=len(values)))[has]
+    labels = labels[has]
+    if not labels.size:
+        return row, labels
+    code, _ = factorize(labels)
+    # a value's repeated label counts once, where it first appears (as dict.fromkeys keeps it)
+    _, first = np.unique(row * (int(code.max()) + 1) + code, return_index=True)
+    keep = np.sort(first)
+    return row[keep], labels[keep]
+
+
 def label_sets(values: Iterable[Any], split: str | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The labels of each value as (row, label code) pairs.
 
@@ -128,13 +158,17 @@ def label_sets(values: Iterable[Any], split: str | None = None) -> tuple[np.ndar
     row, code : ndarray of int64, shape (k,) — one entry per (value, distinct label in it)
     labels : ndarray, shape (n_labels,) — ``labels[code]``, sorted by their text
     """
-    # one pass in Python over values (object values), none over pairs
-    row, lab = [], []
-    for r, v in enumerate(values):
-        for x in dict.fromkeys(_labels_of(v, split)):
-            row.append(r)
-            lab.append(x)
-    if not lab:
+    fast = _region_labels(values, split)
+    if fast is not None:
+        row, lab = fast
+    else:
+        # one pass in Python over values (object values), none over pairs
+        row, lab = [], []
+        for r, v in enumerate(values):
+            for x in dict.fromkeys(_labels_of(v, split)):
+                row.append(r)
+                lab.append(x)
+    if not len(lab):
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=object)
     code, labels = factorize(np.asarray(lab, dtype=object))
     order = np.argsort(np.asarray([str(x) for x in labels]), kind="stable")

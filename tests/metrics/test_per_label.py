@@ -129,3 +129,34 @@ def test_result_convention() -> None:
     json.dumps(r.to_dict(), allow_nan=False)
     with pytest.raises(dataclasses.FrozenInstanceError):
         r.single = False
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_region_values_give_the_labels_a_value_by_value_reading_gives(seed: int) -> None:
+    """Values that are tuples of regions are read at C speed: the same (row, label) entries
+    in the same order as a reading value by value (each value's labels once, in their
+    first order; unlabelled regions and empty values carry none), with and without a
+    separator to split on, and a label holding the separator split as before."""
+    from ls_agreement.metrics.per_label import _labels_of, _region_labels, label_sets
+
+    rng = np.random.default_rng(seed)
+    names = ["PER", "ORG", "LOC", None, "a|b"]
+    values = []
+    for _ in range(400):
+        k = int(rng.integers(0, 5))
+        make = Span if rng.random() < 0.5 else (lambda s, e, label: Box(s, e, 5, 5, label=label))
+        values.append(tuple(make(int(s), int(s) + 3, label=names[int(rng.integers(0, 4))])
+                            for s in rng.integers(0, 50, k)))
+    for split in (None, "|"):
+        rows, labs = [], []
+        for r, v in enumerate(values):
+            for x in dict.fromkeys(_labels_of(v, split)):
+                rows.append(r)
+                labs.append(x)
+        got = _region_labels(np.asarray(values + [()], dtype=object)[:-1], split)
+        assert got is not None
+        assert got[0].tolist() == rows and got[1].tolist() == labs
+    split_me = values + [(Span(0, 3, label="a|b"),)]
+    assert _region_labels(split_me, "|") is None
+    row, code, labels = label_sets(split_me, "|")
+    assert {"a", "b"} <= set(labels[code[row == len(values)]])
