@@ -209,7 +209,9 @@ def test_sigkill_of_a_worker_mid_job_leaves_the_job_to_another(
                     "another worker to finish the job", step=0.3)
     assert done
     assert cluster.q.get(job.id).attempts == 2
-    assert re.search(rf"job {job.id}: project {pid} done", second.text())
+    # the worker records the job done, then says so in its log: read the log once it has
+    wait_for(lambda: re.search(rf"job {job.id}: project {pid} done", second.text()), 30,
+             "the second worker's log to say the job is done", step=0.1)
     assert cluster.mismatches(ls_client, pid) == []
 
 
