@@ -127,13 +127,6 @@ class RegionRates:
         return _p_departing(share, rate, r0, m, n)
 
 
-def _binomial_gain(k: np.ndarray, n: np.ndarray, r: np.ndarray, r0: float) -> np.ndarray:
-    """log Binom(k; n, r) − log Binom(k; n, r0), shapes (A,)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = k * np.log(r / r0) + (n - k) * np.log1p(-r) - (n - k) * np.log1p(-r0)
-    return np.nan_to_num(out, nan=0.0)
-
-
 def _share_kept(ratio: np.ndarray, a: np.ndarray, m: np.ndarray, n_ann: int) -> np.ndarray:
     """Per annotator, the mean over their answers of ``ratio[a] ** m``, shape (A,)."""
     count = np.maximum(np.bincount(a, minlength=n_ann), 1)
@@ -278,7 +271,7 @@ def fit_region_rates(annotator: Sequence[Any], errors: np.ndarray, regions: np.n
             # annotators whose boxes wander a little more each, the next was let depart once
             # the one above had (3,000 demo tasks: Dev, then Emma, noise 0.12 and 0.08)
             if lo[x] > _DEPARTS_TIMES * reach:
-                gain[x] = _binomial_gain(k[x:x + 1], n[x:x + 1], own[x:x + 1], reach)[0]
+                gain[x] = float(_log_binomial(k[x], n[x], own[x]) - _log_binomial(k[x], n[x], reach))
         clearest = int(np.argmax(gain))
         if gain[clearest] < DEPARTS_AT:
             break
