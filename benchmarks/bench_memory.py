@@ -16,7 +16,7 @@ machine the wall-clock time stretches while the CPU time does not.
 Where ``json.load`` would not fit in the memory the machine has (at 1,000,000 tasks it
 needs about 60 GB), it is not run: the previous size's figures, scaled by the file's size,
 stand in for it and are printed as extrapolated. ``--workers N`` runs the report with that
-many workers instead of its default; a report the kernel kills (out of memory) is printed
+many workers instead of its default, ``--memory GB`` with that budget instead of 2 GB; a report the kernel kills (out of memory) is printed
 as killed, and the benchmark goes on.
 
 ``--serve`` also measures what ``serve`` holds for the project between events: its mirror
@@ -163,9 +163,11 @@ def _export(directory: Path, n: int, seed: int) -> Path:
     return path
 
 
-def _report_cmd(export: Path, config: Path, out: Path, workers: int | None = None) -> list[str]:
+def _report_cmd(export: Path, config: Path, out: Path, workers: int | None = None,
+                memory: float | None = None) -> list[str]:
     return [sys.executable, "-m", "ls_agreement.plugin.cli", "report", str(export), "--config", str(config),
-            "--out", str(out)] + ([] if workers is None else ["--workers", str(workers)])
+            "--out", str(out)] + ([] if workers is None else ["--workers", str(workers)]) \
+        + ([] if memory is None else ["--memory", str(memory)])
 
 
 def _fmt(r: dict[str, Any]) -> str:
@@ -388,7 +390,7 @@ def _report(args: argparse.Namespace, n: int, export: Path, config: Path,
         last_ref = (ref, size)
         print(f"  json.load          {_fmt(ref)}", flush=True)
     out = args.dir / f"report-{n}.json"
-    rep = _run(_report_cmd(export, config, out, workers=args.workers))
+    rep = _run(_report_cmd(export, config, out, workers=args.workers, memory=args.memory))
     if rep["killed"]:
         return last_ref
     verdict = ""
@@ -398,7 +400,8 @@ def _report(args: argparse.Namespace, n: int, export: Path, config: Path,
         verdict = f"  target ≤ {wall_t:.0f} s, ≤ {gb_t:.0f} GB: {'met' if ok else 'NOT met'}"
     versus = (f"× json.load: {rep['wall'] / ref['wall']:.1f} wall, {rep['cpu'] / ref['cpu']:.1f} CPU, "
               f"{rep['tree'] / ref['peak']:.2f} memory; ") if ref else ""
-    label = "ls-agreement report" + (f" --workers {args.workers}" if args.workers is not None else "")
+    label = ("ls-agreement report" + (f" --workers {args.workers}" if args.workers is not None else "")
+             + (f" --memory {args.memory:g}" if args.memory is not None else ""))
     print(f"  {label} {_fmt(rep)}  ({versus}{rep['tree'] / size:.2f} × the file){verdict}", flush=True)
     if args.one_process:
         one = args.dir / f"report-{n}-one.json"
@@ -434,6 +437,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--workers", type=int, metavar="N",
                     help="run the report with --workers N instead of its default (--workers 1 is what fits "
                          "a 1,000,000-task export on a machine of 24 GB)")
+    ap.add_argument("--memory", type=float, metavar="GB",
+                    help="run the report with --memory GB instead of its default budget (2 GB); e.g. "
+                         "--workers 4 --memory 100 shows the tree four workers make without it")
     args = ap.parse_args(argv or [])
     sizes = [int(s) for s in args.tasks.split(",") if s.strip()] + ([1_000_000] if args.million else [])
     args.dir.mkdir(parents=True, exist_ok=True)

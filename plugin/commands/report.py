@@ -9,6 +9,7 @@ internal error, its traceback with ``--debug``).
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from contextlib import contextmanager
@@ -40,6 +41,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workers", type=int, default=0, metavar="N",
                         help="measure the controls in up to N worker processes (default 0: one per "
                              "control, up to the CPUs; 1: all in this process); the numbers do not change")
+    parser.add_argument("--memory", type=float, metavar="GB",
+                        help="with workers, the memory the report's processes may hold while the controls "
+                             "are measured: a control's worker starts only where its expected peak fits "
+                             "(default 2, or 80%% of the available memory where less); the numbers do not change")
 
 
 def _settings(args: argparse.Namespace):  # -> ReportSettings
@@ -141,7 +146,10 @@ def run(args: argparse.Namespace) -> int:
     # build_report, before anything is written
     if args.workers < 0:
         raise BadInput(f"--workers must be >= 0, got {args.workers}")
-    report = build_report(config_xml, ExportFile(args.export), settings, workers=args.workers)
+    if args.memory is not None and not (args.memory > 0 and math.isfinite(args.memory)):
+        raise BadInput(f"--memory must be a positive number of GB, got {args.memory}")
+    report = build_report(config_xml, ExportFile(args.export), settings, workers=args.workers,
+                          memory=None if args.memory is None else int(args.memory * 1e9))
     if args.format == "json":
         _write_json(report, args.out)
     elif args.format == "html":

@@ -44,6 +44,7 @@ from .model import (AnnotatorIntervals, Candidate, ControlAnnotator, ControlRepo
 from .flags import drop_departing_ratios, fit_ambiguity, fit_departing, fit_review, may_pool_departures, pooled_ratios
 from .quality import reference_measures
 from .seed import seed_measures
+from .budget import default_budget, worker_bytes
 from .parallel import ChildFailed, SpilledControls, cpu_count, map_forked, measure_controls, run_forked
 from .pairs import label_section, pair_matrix_section, project_pair_matrix
 from .rollup import project_annotators, project_tasks
@@ -406,6 +407,7 @@ class _Project:
     names: dict[str, str]                         # annotator id -> name
     n_items: dict[str, int]                       # annotator id -> distinct tasks answered
     sizes: dict[str, int]                         # control -> table length (its work's proxy)
+    costs: dict[str, int]                         # control -> its worker's expected peak bytes
     pooled: bool                                  # flags.may_pool_departures of the controls' kinds
 
 
@@ -441,12 +443,13 @@ def _project(adapted: Adapted, caught: list[str], settings: ReportSettings,
     return _Project(n_tasks=adapted.n_tasks, controls=controls, warnings=warnings, names=names,
                     n_items=tasks_per_annotator(adapted.controls.values()),
                     sizes={n: len(c.table) for n, c in adapted.controls.items()},
+                    costs={n: worker_bytes(c.kind, len(c.table)) for n, c in adapted.controls.items()},
                     pooled=may_pool_departures(c.kind for c in adapted.controls.values()))
 
 
 def build_report(config_xml: str, tasks: Iterable[dict], settings: ReportSettings | None = None,
                  *, only_items: Iterable | None = None, annotator_names: Mapping[str, str] | None = None,
-                 workers: int = 1) -> Report:
+                 workers: int = 1, memory: int | None = None) -> Report:
     """Agreement report of a Label Studio project (contract in docs/report.md, README).
 
     Parameters
@@ -471,6 +474,11 @@ def build_report(config_xml: str, tasks: Iterable[dict], settings: ReportSetting
         numbers are the same as with 1, the default: every control in this process); 0:
         one per control, up to the CPUs. With workers, the adapted controls pass to them as
         temporary files (removed before this returns).
+    memory : int, optional
+        With workers, the bytes the process tree may hold while controls are measured
+        (default :func:`.budget.default_budget`: 2 GB, or less where the machine has less):
+        a control's worker starts only where its expected peak fits beside the workers
+        running (:func:`.parallel.measure_controls`); the numbers do not change.
 
     Returns
     -------
@@ -506,7 +514,8 @@ def build_report(config_xml: str, tasks: Iterable[dict], settings: ReportSetting
             # each adapted control is let go once measured: nothing after this needs them
             measured = measure_controls(project.controls,
                                         partial(_measured_control, settings=settings, pooled=project.pooled),
-                                        workers, release=True, sizes=project.sizes)
+                                        workers, release=True, sizes=project.sizes, costs=project.costs,
+                                        budget=memory if memory is not None else default_budget())
         finally:
             # what the pauses froze goes back to the collector (gc_pause.py): a long-lived
             # process that reports again must not keep a cycle of this one for good

@@ -45,6 +45,8 @@ from typing import Any, Callable, Iterator, Mapping, MutableMapping, TypeVar
 from ls_agreement.adapters.control import ControlData
 from ls_agreement.adapters.gc_pause import gc_paused
 
+from .budget import UNPICKLED_PER_BYTE, held_bytes
+
 __all__ = ["measure_controls", "default_workers", "run_forked", "map_forked", "cpu_count", "SpilledControls"]
 
 R = TypeVar("R")
@@ -250,7 +252,8 @@ class SpilledControls(MutableMapping[str, ControlData]):
 
 def measure_controls(controls: MutableMapping[str, ControlData], measure: Callable[[ControlData], R],
                      workers: int = 1, *, release: bool = False,
-                     sizes: Mapping[str, int] | None = None) -> dict[str, R]:
+                     sizes: Mapping[str, int] | None = None, costs: Mapping[str, int] | None = None,
+                     budget: int | None = None) -> dict[str, R]:
     """``{name: measure(ctl)}`` for every control, in the controls' order.
 
     Parameters
@@ -273,6 +276,12 @@ def measure_controls(controls: MutableMapping[str, ControlData], measure: Callab
     sizes : mapping name -> int, optional
         Each control's work, to start the longest first (default: its table's length; give
         them where reading a control back costs, as with :class:`SpilledControls`).
+    costs, budget : mapping name -> int, int, optional
+        Each control's worker's expected peak bytes (:func:`.budget.worker_bytes`) and the
+        process tree's ceiling: a worker starts only while the costs of the workers running
+        and its own, beside what this process holds, stay within ``budget`` -- the first
+        control, longest first, that fits; one worker always runs. With both, controls are
+        started by cost instead of size.
     """
     names = list(controls)
     workers = min(workers if workers > 0 else default_workers(len(names)), len(names))
@@ -288,7 +297,18 @@ def measure_controls(controls: MutableMapping[str, ControlData], measure: Callab
             done(n, measure(controls[n]))
         return out
     # longest first: the values a control holds are a fair proxy for its work
-    order = sorted(names, key=lambda n: -(sizes[n] if sizes is not None else len(controls[n].table)))
+    order = sorted(names, key=lambda n: -(costs[n] if costs is not None and budget is not None
+                                          else sizes[n] if sizes is not None else len(controls[n].table)))
+
+    def next_fitting() -> str | None:
+        """The first control to start that fits the budget beside the workers running."""
+        if not running or costs is None or budget is None:
+            return order[0]
+        # the results that came back are unpickled here while the last workers run
+        room = (budget - held_bytes() - sum(costs[n] for n, _ in running.values())
+                - UNPICKLED_PER_BYTE * sum(len(data or b"") for _, data in received))
+        return next((n for n in order if costs[n] <= room), None)
+
     failed: list[str] = []
     running: dict[Connection, tuple[str, multiprocessing.process.BaseProcess]] = {}
     # what this process holds goes to the collector's permanent generation while workers
@@ -298,20 +318,20 @@ def measure_controls(controls: MutableMapping[str, ControlData], measure: Callab
     gc.freeze()
     try:
         # a finished worker's result is read off its pipe at once and kept pickled while
-        # every worker slot is busy: unpickled, a control's entries take 7-8 times the room of
+        # controls wait to start: unpickled, a control's entries take 7-8 times the room of
         # their bytes (at 100,000 tasks the entities' 33 MB became 249 MB), and the process
         # tree's peak is this process beside two full workers (issue 24). It is unpickled
-        # once a slot stays free (the controls left are fewer than the slots), which also
-        # keeps its seconds of unpickling off the cores the workers use
+        # once every control has started (a slot then stays free), which also keeps its
+        # seconds of unpickling off the cores the workers use
         received: list[tuple[str, bytes | None]] = []
         while order or running or received:
-            while order and len(running) < workers:
+            while order and len(running) < workers and (n := next_fitting()) is not None:
                 # a fresh process per control: what one control's work left in a worker's
                 # heap (freed, but kept by the allocator) is never carried into the next
-                n = order.pop(0)
+                order.remove(n)
                 recv, proc = _start(lambda n=n: measure(controls[n]))
                 running[recv] = (n, proc)
-            if len(running) < workers:
+            if not order:
                 for n, data in received:
                     ok, value = _decode(data)
                     if ok:

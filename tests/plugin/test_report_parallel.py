@@ -101,6 +101,49 @@ def test_released_controls_leave_the_mapping_once_measured() -> None:
     """)
 
 
+def test_workers_start_only_where_their_expected_memory_fits_the_budget() -> None:
+    _in_fresh_process("""
+        import time
+        from ls_agreement.plugin.report.budget import held_bytes
+
+        def timed(c):
+            start = time.monotonic()
+            time.sleep(0.4)
+            return c.name, start, time.monotonic()
+
+        def most_at_once(out):
+            edges = sorted([(s, 1) for _, s, _ in out.values()] + [(e, -1) for _, _, e in out.values()],
+                           key=lambda t: (t[0], t[1]))
+            now = top = 0
+            for _, step in edges:
+                now += step
+                top = max(top, now)
+            return top
+
+        unit = 200_000_000
+        cs = controls(4)
+        even = {n: unit for n in cs}
+        # room for one worker's estimate beside this process: one at a time, all four measured
+        out = measure_controls(cs, timed, workers=4, costs=even, budget=held_bytes() + unit + unit // 2)
+        assert [v[0] for v in out.values()] == list(cs) and most_at_once(out) == 1
+        # a control larger than the whole budget still runs, alone
+        out = measure_controls(cs, timed, workers=4, costs={n: 10 * unit for n in cs}, budget=unit)
+        assert most_at_once(out) == 1
+        # room for every estimate: as many as the workers
+        out = measure_controls(cs, timed, workers=4, costs=even, budget=held_bytes() + 40 * unit)
+        assert most_at_once(out) == 4
+        # the largest starts first; beside it, the first of the rest that fits, not the next
+        # in line: c3 (3 units) with c0 (1), never a third
+        costs = {"c0": unit, "c1": 2 * unit, "c2": 2 * unit, "c3": 3 * unit}
+        out = measure_controls(cs, timed, workers=4, costs=costs, budget=held_bytes() + 4 * unit + unit // 2)
+        starts = sorted(out, key=lambda n: out[n][1])
+        assert starts[:2] == ["c3", "c0"] and most_at_once(out) == 2, out
+        # without a budget, as before: sizes order them and workers bound them
+        out = measure_controls(cs, timed, workers=2, costs=costs)
+        assert most_at_once(out) == 2 and [v[0] for v in out.values()] == list(cs)
+    """)
+
+
 def test_one_worker_releases_each_control_after_it() -> None:
     import pandas as pd
 
