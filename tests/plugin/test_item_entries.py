@@ -105,3 +105,36 @@ def test_tasks_read_from_given_ratios_equal_tasks_read_alone(report):
     alone = project_tasks(report.controls, report.settings, report.ambiguity)
     assert given == alone == report.tasks
     assert any(t.flag for t in alone.values()) and not all(t.flag for t in alone.values())
+
+
+def test_equal_reasons_and_numbers_are_one_object_and_nothing_else_changes():
+    from ls_agreement.plugin.report.build import _share_equal_values
+    from ls_agreement.plugin.report.model import ItemEntry
+
+    def built(k: int) -> ItemEntry:
+        # every value made afresh, as a control's reading makes them task by task
+        return ItemEntry(sigma=float(f"{1 / 3}"), alpha=-0.0 if k == 2 else float("0.25"), mean_distance=k % 2,
+                         reason="".join(["15: missed ", "1 box"]), how={"15": "".join(["missed ", "1 box"])},
+                         departs={"15": float(f"{0.9964}")}, annotators=["15", "12"])
+
+    items = {str(k): built(k) for k in range(4)}
+    before = [dataclasses.asdict(rec) for rec in items.values()]
+    assert items["0"].reason is not items["1"].reason
+    _share_equal_values(items)
+    after = [dataclasses.asdict(rec) for rec in items.values()]
+    assert after == before
+    # the same values, of the same types and signs: an int stays an int, -0.0 keeps its sign
+    assert [type(rec.mean_distance) for rec in items.values()] == [int, int, int, int]
+    assert str(items["2"].alpha) == "-0.0" and items["3"].alpha == 0.25
+    a, b = items["0"], items["3"]
+    assert a.reason is b.reason and a.how["15"] is b.how["15"] and a.how["15"] is not a.reason
+    assert a.sigma is b.sigma and a.departs["15"] is b.departs["15"] and a.alpha is b.alpha
+    # containers stay each entry's own: changing one changes no other
+    assert a.how is not b.how and a.departs is not b.departs
+    a.departs["12"] = 0.5
+    assert "12" not in b.departs
+    # and the entries pickle to fewer bytes
+    fresh = {str(k): built(k) for k in range(200)}
+    shared = {str(k): built(k) for k in range(200)}
+    _share_equal_values(shared)
+    assert len(pickle.dumps(shared)) < 0.8 * len(pickle.dumps(fresh))
