@@ -57,10 +57,21 @@ def test_settings_file(tmp_path, capsys):
     ([RATING, "--config", CONFIG, "--distance", "quality"], "FROM_NAME=NAME"),
     ([RATING, "--config", CONFIG, "--distance", "quality=nope"], "unknown distance"),
     ([RATING, "--config", CONFIG, "--settings", "/nonexistent.toml"], "cannot read settings"),
+    ([RATING, "--config", CONFIG, "--workers", "-1"], "--workers must be >= 0"),
+    ([RATING, "--config", CONFIG, "--memory", "0"], "--memory must be a positive number of GB"),
+    ([RATING, "--config", CONFIG, "--memory", "inf"], "--memory must be a positive number of GB"),
 ])
 def test_bad_input_exit_2(capsys, argv, fragment):
     code, out, err = run(capsys, *argv)
     assert code == 2 and fragment in err and "Traceback" not in err and out == ""
+
+
+def test_a_memory_budget_changes_no_number(capsys):
+    code, whole, _ = run(capsys, RATING, "--config", CONFIG, "--bootstrap", "20", "--workers", "1")
+    assert code == 0
+    # a budget far below any worker's estimate: the controls run one at a time
+    code, tight, _ = run(capsys, RATING, "--config", CONFIG, "--bootstrap", "20", "--workers", "2", "--memory", "0.001")
+    assert code == 0 and tight == whole
 
 
 def test_strict_exit_2_names_the_place(capsys):
