@@ -35,6 +35,7 @@ controls run one after the other in this process, as before.
 from __future__ import annotations
 
 import gc
+import math
 import multiprocessing
 import os
 import pickle
@@ -300,14 +301,20 @@ def measure_controls(controls: MutableMapping[str, ControlData], measure: Callab
     order = sorted(names, key=lambda n: -(costs[n] if costs is not None and budget is not None
                                           else sizes[n] if sizes is not None else len(controls[n].table)))
 
+    def room() -> float:
+        """What the budget leaves beside the workers running, this process and the results
+        it is to unpickle (infinite without a budget)."""
+        if costs is None or budget is None:
+            return math.inf
+        return (budget - held_bytes() - sum(costs[n] for n, _ in running.values())
+                - UNPICKLED_PER_BYTE * sum(len(data or b"") for _, data in received))
+
     def next_fitting() -> str | None:
         """The first control to start that fits the budget beside the workers running."""
-        if not running or costs is None or budget is None:
+        if not running:
             return order[0]
-        # the results that came back are unpickled here while the last workers run
-        room = (budget - held_bytes() - sum(costs[n] for n, _ in running.values())
-                - UNPICKLED_PER_BYTE * sum(len(data or b"") for _, data in received))
-        return next((n for n in order if costs[n] <= room), None)
+        left = room()
+        return next((n for n in order if costs is None or costs[n] <= left), None)
 
     failed: list[str] = []
     running: dict[Connection, tuple[str, multiprocessing.process.BaseProcess]] = {}
@@ -322,7 +329,10 @@ def measure_controls(controls: MutableMapping[str, ControlData], measure: Callab
         # their bytes (at 100,000 tasks the entities' 33 MB became 249 MB), and the process
         # tree's peak is this process beside two full workers (issue 24). It is unpickled
         # once every control has started (a slot then stays free), which also keeps its
-        # seconds of unpickling off the cores the workers use
+        # seconds of unpickling off the cores the workers use, and only where the budget
+        # leaves room for it beside the workers still running, else once they are done
+        # (at 1,000,000 tasks the last worker, 4.7 GB, and the results unpickled beside it
+        # made the tree's peak, 9.98 GB)
         received: list[tuple[str, bytes | None]] = []
         while order or running or received:
             while order and len(running) < workers and (n := next_fitting()) is not None:
@@ -331,7 +341,7 @@ def measure_controls(controls: MutableMapping[str, ControlData], measure: Callab
                 order.remove(n)
                 recv, proc = _start(lambda n=n: measure(controls[n]))
                 running[recv] = (n, proc)
-            if not order:
+            if not order and (not running or room() >= 0):
                 for n, data in received:
                     ok, value = _decode(data)
                     if ok:

@@ -144,6 +144,40 @@ def test_workers_start_only_where_their_expected_memory_fits_the_budget() -> Non
     """)
 
 
+def test_results_are_unpickled_beside_the_last_workers_only_where_the_budget_has_room() -> None:
+    _in_fresh_process("""
+        import time
+        from ls_agreement.plugin.report.budget import held_bytes
+
+        class Timed(dict):
+            # when each control's result was taken in (release=True lets go of the control then)
+            def __init__(self, *a):
+                super().__init__(*a)
+                self.released = {}
+
+            def __delitem__(self, n):
+                self.released[n] = time.monotonic()
+                super().__delitem__(n)
+
+        def big(c):
+            time.sleep(0.3 if c.name == "c0" else 1.0)
+            # c0's result is large: 60 MB pickled, counted 8 times over unpickled: more than
+            # the 1.5 units the tight budget leaves beside c1
+            return c.name, time.monotonic(), b"x" * (60_000_000 if c.name == "c0" else 1)
+
+        unit = 200_000_000
+        costs = {"c0": 2 * unit, "c1": unit}
+        for budget, beside in ((held_bytes() + 2 * unit + unit // 2, False), (held_bytes() + 20 * unit, True)):
+            cs = Timed(controls(2))
+            out = measure_controls(cs, big, workers=2, costs=costs, budget=budget, release=True)
+            assert [v[0] for v in out.values()] == ["c0", "c1"] and cs == {}
+            c1_end = out["c1"][1]
+            # c0 (the larger, alone in the tight budget) ends first; its result is taken in
+            # while c1 still runs only where the budget has room for it beside c1
+            assert (cs.released["c0"] < c1_end) == beside, (budget, cs.released, c1_end)
+    """)
+
+
 def test_one_worker_releases_each_control_after_it() -> None:
     import pandas as pd
 
