@@ -46,17 +46,22 @@ def worker_bytes(kind: str, answers: int) -> int:
     return _FIXED + answers * _PER_ANSWER.get(kind, _UNMEASURED)
 
 
-def available_bytes() -> int | None:
-    """The memory the kernel could give new processes without swapping (``MemAvailable``
-    of ``/proc/meminfo``); None where it cannot be read."""
+def _proc_kb(path: str, key: str) -> int | None:
+    """The bytes of a ``key:  N kB`` line of a ``/proc`` file; None where it cannot be read."""
     try:
-        with open("/proc/meminfo") as fh:
+        with open(path) as fh:
             for line in fh:
-                if line.startswith("MemAvailable:"):
+                if line.startswith(key):
                     return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         return None
     return None
+
+
+def available_bytes() -> int | None:
+    """The memory the kernel could give new processes without swapping (``MemAvailable``
+    of ``/proc/meminfo``); None where it cannot be read."""
+    return _proc_kb("/proc/meminfo", "MemAvailable:")
 
 
 def default_budget() -> int:
@@ -69,13 +74,9 @@ def held_bytes() -> int:
     """This process's proportional set size now (``/proc/self/smaps_rollup``: pages shared
     with its forked workers count by halves, as the workers' own estimates count them), or
     its resident size where that cannot be read; 0 where neither can."""
-    try:
-        with open("/proc/self/smaps_rollup") as fh:
-            for line in fh:
-                if line.startswith("Pss:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
+    pss = _proc_kb("/proc/self/smaps_rollup", "Pss:")
+    if pss is not None:
+        return pss
     try:
         with open("/proc/self/statm") as fh:
             return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")

@@ -359,3 +359,20 @@ def test_a_spilled_report_is_the_same_and_leaves_no_files(tmp_path) -> None:
         kept = build._project(adapted, [], settings.validate(), None, {str(tmp_path / "missing")!r})
         assert not isinstance(kept.controls, SpilledControls) and list(kept.controls) == list(adapted.controls)
     """)
+
+
+def test_a_workers_estimate_grows_with_its_answers_and_the_budget_with_the_machine() -> None:
+    from ls_agreement.plugin.report import budget
+
+    # linear in the answers; a kind measured for itself, others at the largest measured
+    assert budget.worker_bytes("scalars", 0) == budget.worker_bytes("boxes", 0) > 0
+    assert budget.worker_bytes("boxes", 400_000) > budget.worker_bytes("scalars", 400_000)
+    assert (budget.worker_bytes("spans", 2_000) - budget.worker_bytes("spans", 1_000)
+            == budget.worker_bytes("spans", 1_000) - budget.worker_bytes("spans", 0))
+    assert budget.worker_bytes("masks", 1_000) == budget.worker_bytes("boxes", 1_000)
+    free = budget.available_bytes()
+    if free is None:
+        pytest.skip("no /proc/meminfo here")
+    assert 0 < budget.default_budget() <= min(budget.DEFAULT_BUDGET, free)
+    held = budget.held_bytes()
+    assert 10_000_000 < held < free    # this interpreter, numpy and pandas loaded
