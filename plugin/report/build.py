@@ -432,8 +432,7 @@ class _Project:
     warnings: list[str]                           # the adapters', the reading's, the settings'
     names: dict[str, str]                         # annotator id -> name
     n_items: dict[str, int]                       # annotator id -> distinct tasks answered
-    sizes: dict[str, int]                         # control -> table length (its work's proxy)
-    costs: dict[str, int]                         # control -> its worker's expected peak bytes
+    costs: dict[str, int]                         # control -> its worker's expected peak bytes (and work's proxy)
     pooled: bool                                  # flags.may_pool_departures of the controls' kinds
 
 
@@ -468,7 +467,6 @@ def _project(adapted: Adapted, caught: list[str], settings: ReportSettings,
             pass        # a full disk: the same report, the controls held in memory as before
     return _Project(n_tasks=adapted.n_tasks, controls=controls, warnings=warnings, names=names,
                     n_items=tasks_per_annotator(adapted.controls.values()),
-                    sizes={n: len(c.table) for n, c in adapted.controls.items()},
                     costs={n: worker_bytes(c.kind, len(c.table)) for n, c in adapted.controls.items()},
                     pooled=may_pool_departures(c.kind for c in adapted.controls.values()))
 
@@ -540,7 +538,7 @@ def build_report(config_xml: str, tasks: Iterable[dict], settings: ReportSetting
             # each adapted control is let go once measured: nothing after this needs them
             measured = measure_controls(project.controls,
                                         partial(_measured_control, settings=settings, pooled=project.pooled),
-                                        workers, release=True, sizes=project.sizes, costs=project.costs,
+                                        workers, release=True, costs=project.costs,
                                         budget=memory if memory is not None else default_budget())
         finally:
             # what the pauses froze goes back to the collector (gc_pause.py): a long-lived
