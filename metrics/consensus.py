@@ -35,6 +35,7 @@ from typing import Any, Hashable, Sequence
 
 import numpy as np
 import pandas as pd
+from scipy import sparse
 from scipy.stats import binom
 
 from .distances.base import Distance, compute_distinct, value_keys
@@ -434,8 +435,14 @@ def _task_posterior(f: _Factors, task: np.ndarray, n_tasks: int, rho: float) -> 
 def _posterior_of_logs(log_ordinary: np.ndarray, log_split: np.ndarray, task: np.ndarray, n_tasks: int,
                        rho: float) -> tuple[np.ndarray, np.ndarray]:
     """:func:`_task_posterior` from each answer's log density under either reading, shapes (N,)."""
-    log_o = np.bincount(task, weights=log_ordinary, minlength=n_tasks) + math.log(1 - rho)
-    log_a = np.bincount(task, weights=log_split, minlength=n_tasks) + math.log(rho)
+    return _posterior_of_sums(np.bincount(task, weights=log_ordinary, minlength=n_tasks),
+                              np.bincount(task, weights=log_split, minlength=n_tasks), rho)
+
+
+def _posterior_of_sums(log_ordinary: np.ndarray, log_split: np.ndarray, rho: float) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_task_posterior` from each task's log density under either reading, shapes (T,)."""
+    log_o = log_ordinary + math.log(1 - rho)
+    log_a = log_split + math.log(rho)
     top = np.maximum(log_o, log_a)
     # exp(log_o − top) + exp(log_a − top): one of the two is exp(0) = 1 exactly, so one
     # exp of the other (the smaller; NaN stays NaN) gives the same sum
@@ -443,12 +450,50 @@ def _posterior_of_logs(log_ordinary: np.ndarray, log_split: np.ndarray, task: np
     return np.exp(log_a - norm), norm
 
 
+@dataclass(frozen=True)
+class _AnswerGroups:
+    """The answers of an EM run grouped by their cell of the factor grid and whether they
+    are lone: group ``2·cell + lone`` (shape (G,) = 4·A·B), and each task's answers per group.
+
+    Attributes
+    ----------
+    size : ndarray, shape (G,)
+        Answers per group.
+    by_task : scipy.sparse.csr_matrix, shape (T, G)
+        A task's answers in each group.
+    by_group : scipy.sparse.csr_matrix, shape (G, T)
+        Its transpose.
+    """
+
+    size: np.ndarray
+    by_task: sparse.csr_matrix
+    by_group: sparse.csr_matrix
+
+    @classmethod
+    def of(cls, cell: np.ndarray, n_cells: int, lone: np.ndarray, task: np.ndarray,
+           n_tasks: int) -> "_AnswerGroups":
+        """From each answer's cell (shape (N,), in ``[0, n_cells)``), lone flag and task."""
+        n_groups = 2 * n_cells
+        group = 2 * cell + lone
+        counts = sparse.csr_matrix((np.ones(group.size), (task, group)), shape=(n_tasks, n_groups))
+        return cls(size=np.bincount(group, minlength=n_groups).astype(float), by_task=counts,
+                   by_group=counts.T.tocsr())
+
+    def per_task(self, value: np.ndarray) -> np.ndarray:
+        """Each task's sum of its answers' ``value`` (one per group, shape (G,)), shape (T,)."""
+        return self.by_task @ value
+
+    def per_group(self, value: np.ndarray) -> np.ndarray:
+        """Each group's sum of its answers' task ``value`` (shape (T,)), shape (G,)."""
+        return self.by_group @ value
+
+
 def _cell_factors(theta: np.ndarray, sound: np.ndarray, departs: np.ndarray, w: float) -> np.ndarray:
     """The E step's per-answer factors on the (reading, annotator, bin) grid: an answer's
     f_s, f_d and θ depend only on its bin and annotator (and its reading on whether it is
     the consensus), so each factor is computed once per cell, with the very float
-    operations of :class:`_Factors` per answer, then gathered in one ``take`` (cell
-    ``main·A·B + a·B + b``).
+    operations of :class:`_Factors` per answer (cell ``main·A·B + a·B + b``), and EM sums
+    them over its groups of answers (:class:`_AnswerGroups`).
 
     Parameters
     ----------
@@ -482,7 +527,12 @@ def _histogram_pdf(d: np.ndarray, weight: np.ndarray, edges: np.ndarray, pseudo:
     """A density on the bins from weighted distances, smoothed over neighbouring bins, with
     ``pseudo`` answers spread evenly (a floor under it). ``bins``: ``_bin(d, edges)`` when
     the caller has it already."""
-    h = np.bincount(_bin(d, edges) if bins is None else bins, weights=weight, minlength=edges.size - 1)
+    return _pdf_of_histogram(np.bincount(_bin(d, edges) if bins is None else bins, weights=weight,
+                                         minlength=edges.size - 1), edges, pseudo)
+
+
+def _pdf_of_histogram(h: np.ndarray, edges: np.ndarray, pseudo: float) -> np.ndarray:
+    """:func:`_histogram_pdf` from the weighted counts per bin ``h`` (shape (B,))."""
     h = _smooth_rows(h[None])[0] + pseudo / (edges.size - 1)
     return h / (h.sum() * (edges[1] - edges[0]))
 
@@ -522,7 +572,7 @@ def _lone(d: np.ndarray, task: np.ndarray, n_tasks: int) -> np.ndarray:
 
 
 def _sound_pdf(weight: np.ndarray, a: np.ndarray, b: np.ndarray, n_ann: int, edges: np.ndarray,
-               lone: np.ndarray, cell: np.ndarray | None = None) -> np.ndarray:
+               lone: np.ndarray) -> np.ndarray:
     """``f_s``: the unimodal histogram of the answers' sound weights (smoothed, with
     :data:`_SOUND_PSEUDO` answers spread evenly as a floor), raised wherever the typical
     annotator lands more often — per bin, the median over the annotators with
@@ -550,16 +600,22 @@ def _sound_pdf(weight: np.ndarray, a: np.ndarray, b: np.ndarray, n_ann: int, edg
     edges : ndarray, shape (B + 1,)
     lone : ndarray of bool, shape (N,)
         :func:`_lone`.
-    cell : ndarray of int, shape (N,), optional
-        ``a · B + b``, when the caller (an EM run, once per step) has it already.
 
     Returns
     -------
     ndarray, shape (B,)
     """
     n_bins = edges.size - 1
-    cell = a * n_bins + b if cell is None else cell
+    cell = a * n_bins + b
     per = np.bincount(cell, weights=weight, minlength=n_ann * n_bins).reshape(n_ann, n_bins)
+    per_lone = np.bincount(cell, weights=weight * lone, minlength=n_ann * n_bins).reshape(n_ann, n_bins)
+    return _sound_pdf_of_sums(per, per_lone, edges)
+
+
+def _sound_pdf_of_sums(per: np.ndarray, per_lone: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """:func:`_sound_pdf` from the sound weights summed per annotator and bin, shape (A, B):
+    ``per`` of every answer, ``per_lone`` of the lone ones."""
+    n_bins = edges.size - 1
     h = _smooth_rows(per.sum(axis=0)[None])[0]
     if h.sum() > 0:
         mode = int(np.argmax(h))
@@ -569,8 +625,7 @@ def _sound_pdf(weight: np.ndarray, a: np.ndarray, b: np.ndarray, n_ann: int, edg
         if typical.sum() >= 3:
             # past the mode, only lone far answers count: tasks where several answers depart
             # at once are not what a careful annotator does now and then
-            alone = np.bincount(cell, weights=weight * (lone | (b <= mode)),
-                                minlength=n_ann * n_bins).reshape(n_ann, n_bins)
+            alone = np.where(np.arange(n_bins) <= mode, per, per_lone)
             shares = _smooth_rows(alone[typical]) / tot[typical, None]
             h = np.maximum(h, np.median(shares, axis=0) * h.sum())
     h = h + _SOUND_PSEUDO / n_bins
@@ -765,42 +820,42 @@ def fit_distance_model(medoid: Medoids, annotator: Sequence[Any], *, distance: s
     def factors() -> _Factors:
         return _Factors(u=state["sound"][b], v=state["departs"][b], w=1.0 / hi, theta=state["theta"][a], main=main)
 
-    # each answer's cell of the factor grid (_cell_factors) and each annotator's answer
-    # count: fixed through the fit, so the E step gathers per answer what it computed per cell
-    cell = main * (n_ann * _BINS) + a * _BINS + b
-    by_bin = a * _BINS + b
+    # EM reads the answers by group: an answer's factors depend only on its cell of the
+    # factor grid (_cell_factors: reading, annotator, bin), and whether it is lone (_lone) is
+    # all the sound density asks besides, so each step sums a task's logs over its groups
+    # and each group's posteriors over its tasks (two sparse products) instead of gathering
+    # and summing per answer: the same sums in another order (issue 24: the E step per
+    # answer was most of a 400,000-answer ranking control's fit)
+    groups = _AnswerGroups.of(main * (n_ann * _BINS) + a * _BINS + b, 2 * n_ann * _BINS, lone, task, n_tasks)
     per_annotator = np.maximum(np.bincount(a, minlength=n_ann), 1)
 
     def em() -> int:
         last, it = -np.inf, 0
         # where departures land depends on who is careful alone, fixed through this run
         region = (None if careful.all()
-                  else _departure_region(b, careful[a], _BINS, theirs_too=True)[b])
+                  else _departure_region(b, careful[a], _BINS, theirs_too=True).astype(float))
         for it in range(1, max_iter + 1):
-            log_o, log_s, theta_n, sound_n, ordinary, sound_share, other_share = np.take(
-                _cell_factors(state["theta"], state["sound"], state["departs"], 1.0 / hi), cell, axis=1)
-            p_amb, norm = _posterior_of_logs(log_o, log_s, task, n_tasks, state["rho"])
+            log_o, log_s, theta_n, sound_n, ordinary, sound_share, other_share = np.repeat(
+                _cell_factors(state["theta"], state["sound"], state["departs"], 1.0 / hi), 2, axis=1)
+            p_amb, norm = _posterior_of_sums(groups.per_task(log_o), groups.per_task(log_s), state["rho"])
             logp = float(norm.sum())
             if it > 1 and abs(logp - last) <= tol * max(abs(logp), 1.0):
                 break
             last = logp
-            pa = np.take(p_amb, task)
-            # (1 − pa) θ f_s / ordinary + pa θ f_s / (ordinary or split), in _Factors' order of operations
-            in_main = 1 - pa
-            in_main *= theta_n
-            in_main *= sound_n
-            in_main /= ordinary
-            in_main += pa * sound_share
-            other = pa * other_share
-            state["sound"] = _sound_pdf(in_main, a, b, n_ann, edges, lone, cell=by_bin)
+            # per group: Σ (1 − pa) θ f_s / ordinary + pa θ f_s / split, and Σ pa θ ½ w / split
+            pa = groups.per_group(p_amb)
+            in_main = theta_n * sound_n / ordinary * (groups.size - pa) + sound_share * pa
+            other = other_share * pa
+            by = in_main.reshape(2, n_ann, _BINS, 2)        # (reading, annotator, bin, lone)
+            state["sound"] = _sound_pdf_of_sums(by.sum(axis=(0, 3)), by[..., 1].sum(axis=0), edges)
             if not careful.all():
-                departs = 1.0 - in_main - other
                 # f_d learns where departures land, beyond the reach of careful work (the
                 # careful annotators' upper quantile): below it f_d keeps its floor alone,
                 # else a departing annotator's whole distribution (their sound answers too)
                 # would pass for departures, or their systematic misses for sound work
-                state["departs"] = _histogram_pdf(d, departs * region, edges, _DEPARTS_PSEUDO, bins=b)
-            free = np.bincount(a, weights=in_main + other, minlength=n_ann) / per_annotator
+                departs = (groups.size - in_main - other).reshape(2, n_ann, _BINS, 2).sum(axis=(0, 1, 3))
+                state["departs"] = _pdf_of_histogram(departs * region, edges, _DEPARTS_PSEUDO)
+            free = (in_main + other).reshape(2, n_ann, _BINS, 2).sum(axis=(0, 2, 3)) / per_annotator
             state["theta"] = np.where(careful, CAREFUL, np.clip(free, 1e-6, CAREFUL))
             if ambiguity:
                 rho = (float(p_amb.sum()) + _AMBIGUITY_PRIOR[0] - 1) / (n_tasks + sum(_AMBIGUITY_PRIOR) - 2)
