@@ -507,3 +507,25 @@ def test_careful_boxes_that_wander_unequally_depart_nowhere() -> None:
         assert model.moved is not None and np.all(model.moved.sound == 1.0)
         _, alone = consensus_model(np.array(item), who, values, "boxes.giou_graded")
         assert np.array_equal(read.p_flag >= 0.5, alone.p_flag >= 0.5)
+
+
+def test_answer_groups_sum_as_answer_by_answer() -> None:
+    """The distance model's EM sums per group of answers (cell of the factor grid, lone or
+    not): a task's sum over its groups and a group's sum over its tasks equal the sums
+    taken answer by answer."""
+    from ls_agreement.metrics.consensus import _AnswerGroups
+
+    rng = np.random.default_rng(7)
+    n, n_tasks, n_cells = 5000, 900, 60
+    task = np.sort(rng.integers(0, n_tasks, n))        # some tasks have no answer
+    cell = rng.integers(0, n_cells, n)
+    lone = rng.random(n) < 0.2
+    groups = _AnswerGroups.of(cell, n_cells, lone, task, n_tasks)
+    group = 2 * cell + lone
+    per_group_value = rng.normal(size=2 * n_cells)
+    per_task_value = rng.random(n_tasks)
+    np.testing.assert_allclose(groups.per_task(per_group_value),
+                               np.bincount(task, weights=per_group_value[group], minlength=n_tasks), rtol=1e-12)
+    np.testing.assert_allclose(groups.per_group(per_task_value),
+                               np.bincount(group, weights=per_task_value[task], minlength=2 * n_cells), rtol=1e-12)
+    np.testing.assert_array_equal(groups.size, np.bincount(group, minlength=2 * n_cells))
