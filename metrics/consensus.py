@@ -1035,9 +1035,12 @@ class _RegionReading:
         return (self.p_moved >= 0.5) | (self.p_missed >= 0.5)
 
 
-def _read_regions(model: DistanceModel, pairs: TaskPairs, med: Medoids, who: Sequence[str]) -> _RegionReading:
-    """The region rates' reading of every answer against ``med``'s consensus."""
-    compared = compare_regions(pairs, med, model.regions)
+def _read_regions(model: DistanceModel, pairs: TaskPairs, med: Medoids, who: Sequence[str],
+                  compared: RegionComparison | None = None) -> _RegionReading:
+    """The region rates' reading of every answer against ``med``'s consensus (``compared``:
+    :func:`compare_regions` of them, when the caller has it)."""
+    if compared is None:
+        compared = compare_regions(pairs, med, model.regions)
     n = med.distance.size
     cons = [who[k] for k in med.consensus.tolist()]
     p, clean, cons_p = {}, np.ones(med.items.size), np.ones(med.items.size)
@@ -1111,14 +1114,15 @@ def fit_consensus(pairs: TaskPairs, annotator: Sequence[Any], *, distance: str =
 
     if regions is None:
         return weighted()
-    moved, missed = _fit_regions(pairs, by_theta, annotator, regions)
+    moved, missed = _fit_regions(compare_regions(pairs, by_theta, regions), annotator)
     if np.all(moved.sound == 1.0) and np.all(missed.sound == 1.0):
         return dataclasses.replace(weighted(), moved=moved, missed=missed, regions=regions)
     # who departs in where they put regions or in leaving them out is no consensus either
     med = medoids(pairs, weight=dataclasses.replace(first, moved=moved, missed=missed, regions=regions).weights(who))
-    moved, missed = _fit_regions(pairs, med, annotator, regions)
+    compared = compare_regions(pairs, med, regions)
+    moved, missed = _fit_regions(compared, annotator)
     explained = _read_regions(dataclasses.replace(first, moved=moved, missed=missed, regions=regions),
-                              pairs, med, who).explained
+                              pairs, med, who, compared).explained
     if not explained.any():
         # refitted only where an answer is explained: on other medoids alone the distance
         # model moved for nothing (careful annotators let depart in two projects of forty
@@ -1132,10 +1136,8 @@ def fit_consensus(pairs: TaskPairs, annotator: Sequence[Any], *, distance: str =
     return dataclasses.replace(model, moved=moved, missed=missed, regions=regions)
 
 
-def _fit_regions(pairs: TaskPairs, med: Medoids, annotator: Sequence[Any],
-                 regions: str) -> tuple[RegionRates, RegionRates]:
-    """How often each annotator puts regions elsewhere and leaves them out, against
-    ``med``'s consensus."""
-    compared = compare_regions(pairs, med, regions)
+def _fit_regions(compared: RegionComparison, annotator: Sequence[Any]) -> tuple[RegionRates, RegionRates]:
+    """How often each annotator puts regions elsewhere and leaves them out, from their
+    answers compared with a consensus (:func:`compare_regions`)."""
     return (fit_region_rates(annotator, compared.moved, compared.matched),
             fit_region_rates(annotator, compared.missed, compared.shown))
