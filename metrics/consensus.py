@@ -842,7 +842,8 @@ def fit_distance_model(medoid: Medoids, annotator: Sequence[Any], *, distance: s
             if it > 1 and abs(logp - last) <= tol * max(abs(logp), 1.0):
                 break
             last = logp
-            # per group: Σ (1 − pa) θ f_s / ordinary + pa θ f_s / split, and Σ pa θ ½ w / split
+            # per group: Σ (1 − pa) θ f_s / ordinary + pa θ ½ f_s / split (the consensus: + pa θ f_s
+            # / ordinary), and Σ pa θ ½ w / split (the consensus: 0), as _cell_factors' rows
             pa = groups.per_group(p_amb)
             in_main = theta_n * sound_n / ordinary * (groups.size - pa) + sound_share * pa
             other = other_share * pa
