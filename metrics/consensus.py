@@ -480,7 +480,8 @@ class _AnswerGroups:
                    by_group=counts.T.tocsr())
 
     def per_task(self, value: np.ndarray) -> np.ndarray:
-        """Each task's sum of its answers' ``value`` (one per group, shape (G,)), shape (T,)."""
+        """Each task's sum of its answers' ``value`` (one per group, shape (G,) or (G, k)),
+        shape (T,) or (T, k)."""
         return self.by_task @ value
 
     def per_group(self, value: np.ndarray) -> np.ndarray:
@@ -837,7 +838,8 @@ def fit_distance_model(medoid: Medoids, annotator: Sequence[Any], *, distance: s
         for it in range(1, max_iter + 1):
             log_o, log_s, theta_n, sound_n, ordinary, sound_share, other_share = np.repeat(
                 _cell_factors(state["theta"], state["sound"], state["departs"], 1.0 / hi), 2, axis=1)
-            p_amb, norm = _posterior_of_sums(groups.per_task(log_o), groups.per_task(log_s), state["rho"])
+            log_o, log_s = groups.per_task(np.column_stack((log_o, log_s))).T    # one pass over the tasks
+            p_amb, norm = _posterior_of_sums(log_o, log_s, state["rho"])
             logp = float(norm.sum())
             if it > 1 and abs(logp - last) <= tol * max(abs(logp), 1.0):
                 break
