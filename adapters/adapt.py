@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import pandas as pd
 
@@ -168,6 +168,11 @@ class PartRead:
     #: 50.0 keeps 50); the cells hold the same objects, so this costs a reference each
     shared: dict[str, list] = field(default_factory=dict)
 
+    def piece(self, name: str) -> "ControlPiece":
+        """Control ``name``'s share of this part (its lists and dicts, not copies)."""
+        return ControlPiece(cells=self.cells[name], shared=self.shared.get(name, []),
+                            texts=self.texts.get(name, {}), offers=self.offers.get(name, {}), gt=self.gt[name])
+
 
 def _adapt(config: str | LabelingConfig, tasks: Iterable[dict], strict: bool,
            include_predictions: bool) -> Adapted:
@@ -195,12 +200,35 @@ def adapt_parts(config: str | LabelingConfig, parts: Sequence[PartRead], *, stri
 
 
 def _join(parts: Sequence[PartRead]) -> PartRead:
+    pieces = {n: [p.piece(n) for p in parts] for n in parts[0].cells} if parts else {}
+    first = join_facts(parts)
+    for n, of_parts in pieces.items():
+        joined = join_control(of_parts)
+        first.cells[n], first.gt[n] = joined.cells, joined.gt
+        if n in first.texts:
+            first.texts[n] = joined.texts
+        if n in first.offers:
+            first.offers[n] = joined.offers
+    first.shared = {}
+    return first
+
+
+def join_facts(parts: Sequence[PartRead]) -> PartRead:
+    """The first part with the later parts' facts added (task ids, annotators' names, the
+    counts and warnings): everything but the controls' cells, texts, offers and ground
+    truth, which :func:`join_control` joins control by control.
+
+    Raises
+    ------
+    PartsDiffer
+        A part cannot stand for its share of the export: a problem named by a task's
+        position, or a task id in two parts.
+    """
     if not parts:
         raise PartsDiffer("no parts")
     if any(p.positional for p in parts):
         raise PartsDiffer("a problem named by the task's position in the export")
     first = parts[0]
-    seen_values: dict[str, dict] = {}
     seen = set(first.task_ids)
     as_text = {str(t) for t in first.task_ids}
     for p in parts[1:]:
@@ -209,25 +237,6 @@ def _join(parts: Sequence[PartRead]) -> PartRead:
                 raise PartsDiffer(f"task id {t!r} in two parts")
             seen.add(t)
             as_text.add(str(t))
-        for n, values in p.shared.items():
-            # equal values of two parts become the earlier part's, as one reading keeps the
-            # first seen (an int rating before an equal float, 0.0 before -0.0)
-            if n not in seen_values:
-                seen_values[n] = {}
-                for v in first.shared.get(n, ()):
-                    _shared(seen_values[n], v)
-            # (pickling keeps no number's identity: matched by value, only where the forms differ)
-            earlier = {v: w for v in values if not _same_form(v, w := _shared(seen_values[n], v))}
-            if earlier:
-                p.cells[n] = [(t, a, _in_form(earlier, v)) for t, a, v in p.cells[n]]
-        for n, cell in p.cells.items():
-            first.cells[n].extend(cell)
-        for n, g in p.gt.items():
-            first.gt[n] |= g
-        for n, t in p.texts.items():
-            first.texts[n].update(t)
-        for n, o in p.offers.items():
-            first.offers.setdefault(n, {}).update(o)
         for who, display in p.names.items():
             first.names.setdefault(who, display)
         first.task_ids.extend(p.task_ids)
@@ -238,8 +247,55 @@ def _join(parts: Sequence[PartRead]) -> PartRead:
         first.unrouted_relations += p.unrouted_relations
         first.warnings.extend(p.warnings)
         first.dropped += p.dropped
-    first.shared = {}
     return first
+
+
+@dataclass
+class ControlPiece:
+    """One control's share of one part of an export (:meth:`PartRead.piece`): its cells in
+    the tasks' order, its distinct eager values in the order first seen (``PartRead.shared``),
+    its tasks' texts and offered answers, and its ground-truth answers."""
+
+    cells: list[tuple]
+    shared: list = field(default_factory=list)
+    texts: dict = field(default_factory=dict)
+    offers: dict = field(default_factory=dict)
+    gt: set = field(default_factory=set)
+
+
+def join_control(pieces: Iterable[ControlPiece]) -> ControlPiece:
+    """One control's pieces of the parts, in the parts' order, as one reading of the whole
+    leaves it (the first piece, extended; see :func:`in_first_forms`)."""
+    it = in_first_forms(pieces)
+    first = next(it)
+    for p in it:
+        first.cells.extend(p.cells)
+        first.gt |= p.gt
+        first.texts.update(p.texts)
+        first.offers.update(p.offers)
+    first.shared = []
+    return first
+
+
+def in_first_forms(pieces: Iterable[ControlPiece]) -> Iterator[ControlPiece]:
+    """One control's pieces of the parts, in order, each as it comes, with equal values of
+    two parts in the earlier part's form, as one reading keeps the first seen (an int
+    rating before an equal float, 0.0 before -0.0). Pickling keeps no number's identity,
+    so values are matched by value, and replaced only where the forms differ."""
+    it = iter(pieces)
+    first = next(it)
+    yield first
+    seen_values: dict | None = None
+    for p in it:
+        if p.shared:
+            if seen_values is None:
+                seen_values = {}
+                for v in first.shared:
+                    _shared(seen_values, v)
+            earlier = {v: w for v in p.shared if not _same_form(v, w := _shared(seen_values, v))}
+            if earlier:
+                p.cells = [(t, a, _in_form(earlier, v)) for t, a, v in p.cells]
+        yield p
 
 
 def _same_form(v: Any, w: Any) -> bool:
@@ -495,46 +551,97 @@ def _read(cfg: LabelingConfig, tasks: Iterable[dict], strict: bool, include_pred
 
 def _build(cfg: LabelingConfig, part: PartRead, strict: bool) -> Adapted:
     """The build phase of :func:`adapt`: each control's values from its cells."""
-    problems = Problems(strict)
-    for w in cfg.warnings:
-        problems.warn(w)
-    for w in part.warnings:
-        problems.warn(w)
-    problems.dropped += part.dropped
-    specs = cfg.controls
-    fam = {n: FAMILIES[s.family] for n, s in specs.items()}
-    dependent = {n for n, s in specs.items() if s.family in ("relations", "per_region")}
-    eager = {n for n in specs if fam[n] in _EAGER_FAMILIES and n not in dependent}
-    cells, gt, texts, offers, names = part.cells, part.gt, part.texts, part.offers, part.names
-    results_of, parsed, task_messages = part.results_of, part.parsed, part.task_messages
-    controls: dict[str, ControlData] = {}
+    dependent = _dependent(cfg)
     states: dict[str, Any] = {}
+    controls: dict[str, ControlData] = {}
     # the controls that point at regions are built last, from the regions as built
-    for n in [n for n in specs if n not in dependent] + [n for n in specs if n in dependent]:
-        spec, cell = specs[n], cells[n]
-        cells[n] = []   # the parsed results go with this control's build (dependents hold their own)
-        if n in dependent:
-            state, ctl_warn = RegionResolver(lambda c, ps: fam[c].build(ps, specs[c], states[c])), []
-        elif hasattr(fam[n], "plan_cells"):   # a plan that needs each cell's task (intervals)
-            state, ctl_warn = fam[n].plan_cells(cell, spec)
-        else:
-            state, ctl_warn = (fam[n].plan([c[2] for c in cell], spec) if hasattr(fam[n], "plan")
-                               else (None, []))
-        states[n] = state
-        build = fam[n].build
-        empty = frozenset() if spec.kind == "sets" else ()
-        vi, va, vv = [], [], []
-        # equal answers kept once (issue 24: a large project repeats a few labels, rankings
-        # and texts millions of times); values are immutable, so sharing one is safe
-        same: dict | None = {} if spec.kind in _REPEATING and n not in eager else None
-        if n in eager and cell:
+    for n in build_order(cfg):
+        piece = part.piece(n)
+        part.cells[n] = []   # the parsed results go with this control's build (dependents hold their own)
+        notes: list[str] = []
+        if n not in dependent:
+            states[n], notes = plan_control(cfg, n, piece.cells)
+        controls[n] = build_control(cfg, n, [piece], part, states, notes)
+    controls = {n: controls[n] for n in cfg.controls}   # config order
+    return Adapted(controls=controls, warnings=project_warnings(cfg, part, strict), n_tasks=len(part.task_ids))
+
+
+def _dependent(cfg: LabelingConfig) -> set[str]:
+    """The controls whose answers point at other controls' regions (relations, per-region)."""
+    return {n for n, s in cfg.controls.items() if s.family in ("relations", "per_region")}
+
+
+def build_order(cfg: LabelingConfig) -> list[str]:
+    """The controls in the order they are built: those that point at regions last."""
+    dependent = _dependent(cfg)
+    return [n for n in cfg.controls if n not in dependent] + [n for n in cfg.controls if n in dependent]
+
+
+def planned(cfg: LabelingConfig) -> list[str]:
+    """The controls whose values wait for a plan over all their cells (pixels or percent,
+    a clip's length): what a control pointing at regions needs planned before it is built."""
+    dependent = _dependent(cfg)
+    return [n for n, s in cfg.controls.items() if n not in dependent
+            and (hasattr(FAMILIES[s.family], "plan") or hasattr(FAMILIES[s.family], "plan_cells"))]
+
+
+def plan_control(cfg: LabelingConfig, name: str, cells: Iterable[tuple]) -> tuple[Any, list[str]]:
+    """A control's plan from all its cells (the state its ``build`` reads) and the
+    control's warnings about it; (None, []) for a control without a plan. A
+    ``plan_cells`` plan reads a list and may rewrite the cells' parsed results in place; a
+    ``plan`` reads each cell once, so ``cells`` may stream."""
+    spec = cfg.controls[name]
+    fam = FAMILIES[spec.family]
+    if hasattr(fam, "plan_cells"):   # a plan that needs each cell's task (intervals)
+        return fam.plan_cells(cells, spec)
+    if hasattr(fam, "plan"):
+        return fam.plan((c[2] for c in cells), spec)
+    return None, []
+
+
+def build_control(cfg: LabelingConfig, n: str, pieces: Iterable["ControlPiece"], facts: PartRead,
+                  states: dict[str, Any], notes: Sequence[str] = ()) -> ControlData:
+    """Control ``n``'s values from its cells: ``pieces`` in the tasks' order (each as it
+    comes: a piece's parsed results are dropped as its values are built), with the
+    reading's ``facts`` (annotators' names, results read and parsed). ``states`` holds the
+    plans (:func:`plan_control`): this control's, or for a control pointing at regions,
+    those of the controls it points at; ``notes`` are the plan's warnings."""
+    specs = cfg.controls
+    spec = specs[n]
+    fam = FAMILIES[spec.family]
+    dependent = spec.family in ("relations", "per_region")
+    eager = fam in _EAGER_FAMILIES and not dependent
+    if dependent:
+        state = RegionResolver(lambda c, ps: FAMILIES[specs[c].family].build(ps, specs[c], states[c]))
+    else:
+        state = states[n]
+    ctl_warn = list(notes)
+    build = fam.build
+    empty = frozenset() if spec.kind == "sets" else ()
+    vi: list = []
+    va: list = []
+    vv: list = []
+    texts: dict | None = None
+    offers: dict | None = None
+    gt: set | None = None
+    # equal answers kept once (issue 24: a large project repeats a few labels, rankings
+    # and texts millions of times); values are immutable, so sharing one is safe
+    same: dict | None = {} if spec.kind in _REPEATING and not eager else None
+    for piece in pieces:
+        cell = piece.cells
+        piece.cells = []
+        if eager and cell:
             # cells hold values already (shared as they were built): the columns as they are
-            vi, va, vv = map(list, zip(*cell))
+            ti, ta, tv = zip(*cell)
             cell.clear()
-            if any(v is MISSING for v in vv):
-                keep = [k for k, v in enumerate(vv) if v is not MISSING]
-                vi, va, vv = [vi[k] for k in keep], [va[k] for k in keep], [vv[k] for k in keep]
-        for k in range(0 if n in eager else len(cell)):
+            if any(v is MISSING for v in tv):
+                keep = [k for k, v in enumerate(tv) if v is not MISSING]
+                ti, ta, tv = [ti[k] for k in keep], [ta[k] for k in keep], [tv[k] for k in keep]
+            vi.extend(ti)
+            va.extend(ta)
+            vv.extend(tv)
+            del ti, ta, tv
+        for k in range(0 if eager else len(cell)):
             t, a, p = cell[k]
             cell[k] = None   # each parsed result is dropped as its value is built: never both whole
             v = empty if p is _EMPTY else build(p, spec, state)
@@ -542,42 +649,59 @@ def _build(cfg: LabelingConfig, part: PartRead, strict: bool) -> Adapted:
                 vi.append(t)
                 va.append(a)
                 vv.append(v if same is None else _shared(same, v))
-        same = None
-        if n in dependent:
-            ctl_warn = ctl_warn + state.warnings(n)
-        unread = results_of[n] - parsed[n]
         del cell
-        if unread > 0 and n not in dependent:
-            # said on the control: answers left after skipping may not vary as the export does
-            ctl_warn = ctl_warn + [unread_note(unread, results_of[n])]
-        kind = spec.kind
-        table = pd.DataFrame({
-            "item": pd.Series(vi, dtype=object if vi and type(vi[0]) is str else None),
-            "annotator": pd.Series(va, dtype=object),
-            "value": pd.Series(vv, dtype=None if kind in ("scalars", "pairwise") and vv else object),
-        })
-        if not len(table):
-            table = pd.DataFrame({"item": pd.Series([], dtype=object),
-                                  "annotator": pd.Series([], dtype=object),
-                                  "value": pd.Series([], dtype=object)})
-        elif offers.get(n):
-            table["options"] = pd.Series([offers[n].get(t) for t in vi], dtype=object)
-        used = set(va)
-        controls[n] = ControlData(
-            name=n, tag=spec.tag, object_name=spec.object_name, kind=kind, table=table,
-            options=list(spec.labels) if spec.labels else None,
-            candidates=candidate_distances(spec), default_distance=default_distance(spec),
-            texts=texts.get(n, {}), annotator_names={a: names[a] for a in used if a in names},
-            ground_truth=gt[n], warnings=ctl_warn,
-        )
-    lone_messages = task_messages.note()
+        if texts is None:
+            texts, offers, gt = piece.texts, piece.offers, piece.gt
+        else:
+            texts.update(piece.texts)
+            offers.update(piece.offers)
+            gt |= piece.gt
+    same = None
+    if dependent:
+        ctl_warn = ctl_warn + state.warnings(n)
+    unread = facts.results_of[n] - facts.parsed[n]
+    if unread > 0 and not dependent:
+        # said on the control: answers left after skipping may not vary as the export does
+        ctl_warn = ctl_warn + [unread_note(unread, facts.results_of[n])]
+    kind = spec.kind
+    table = pd.DataFrame({
+        "item": pd.Series(vi, dtype=object if vi and type(vi[0]) is str else None),
+        "annotator": pd.Series(va, dtype=object),
+        "value": pd.Series(vv, dtype=None if kind in ("scalars", "pairwise") and vv else object),
+    })
+    if not len(table):
+        table = pd.DataFrame({"item": pd.Series([], dtype=object),
+                              "annotator": pd.Series([], dtype=object),
+                              "value": pd.Series([], dtype=object)})
+    elif offers:
+        table["options"] = pd.Series([offers.get(t) for t in vi], dtype=object)
+    used = set(va)
+    names = facts.names
+    return ControlData(
+        name=n, tag=spec.tag, object_name=spec.object_name, kind=kind, table=table,
+        options=list(spec.labels) if spec.labels else None,
+        candidates=candidate_distances(spec), default_distance=default_distance(spec),
+        texts=texts if texts is not None else {}, annotator_names={a: names[a] for a in used if a in names},
+        ground_truth=gt if gt is not None else set(), warnings=ctl_warn,
+    )
+
+
+def project_warnings(cfg: LabelingConfig, facts: PartRead, strict: bool) -> list[str]:
+    """The warnings not tied to one control: the config's, the reading's (in the export's
+    order), and the notes on chat messages and relations without a ``<Relations>`` tag."""
+    problems = Problems(strict)
+    for w in cfg.warnings:
+        problems.warn(w)
+    for w in facts.warnings:
+        problems.warn(w)
+    problems.dropped += facts.dropped
+    lone_messages = facts.task_messages.note()
     if lone_messages is not None:
         problems.warn(lone_messages)
-    if part.unrouted_relations:
-        problems.warn(f"{part.unrouted_relations} relation result(s) but the labeling config has no "
+    if facts.unrouted_relations:
+        problems.warn(f"{facts.unrouted_relations} relation result(s) but the labeling config has no "
                       "<Relations> tag; relations are not measured")
-    controls = {n: controls[n] for n in specs}   # config order
-    return Adapted(controls=controls, warnings=problems.all(), n_tasks=len(part.task_ids))
+    return problems.all()
 
 
 def _unplaced(res: dict, fn: Any, r: int, specs: dict, cfg: LabelingConfig, tid: Any,

@@ -16,22 +16,24 @@ tasks over all controls.
 """
 from __future__ import annotations
 
+import os
 import tempfile
 import warnings as warnings_module
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Iterable, Mapping, MutableMapping
+from typing import Any, Callable, Iterable, Mapping, MutableMapping
 
 import numpy as np
 import pandas as pd
 
-from ls_agreement.adapters.adapt import Adapted, PartRead, adapt, adapt_parts, read_part
+from ls_agreement.adapters.adapt import Adapted, adapt, read_part
 from ls_agreement.adapters.config import LabelingConfig, parse_config
 from ls_agreement.adapters.control import ControlData, fitting_distances, unread_warning
 from ls_agreement.adapters.errors import AdapterError, PartsDiffer
 from ls_agreement.adapters.export_stream import ExportFile, ExportPart, iter_part, split_export
 from ls_agreement.adapters.gc_pause import gc_paused, thaw
+from ls_agreement.adapters.part_files import PartFiles, SpilledParts, write_part
 from ls_agreement.adapters.spans import release_tokens, span_units_table
 from ls_agreement.metrics.distances.registry import get_distance
 from ls_agreement.metrics.engine import HISTOGRAM_BINS
@@ -383,30 +385,45 @@ def _measured_control(ctl: ControlData, settings: ReportSettings, pooled: bool =
     return entry
 
 
-def _read_part(cfg: LabelingConfig, settings: ReportSettings, piece: ExportPart) -> tuple[PartRead, list[str]]:
-    """One part of an export read (:func:`_read_in_parts`), with the Python warnings raised meanwhile."""
+def _read_part(cfg: LabelingConfig, settings: ReportSettings, spill: str, index: int,
+               piece: ExportPart) -> tuple[PartFiles, list[str]]:
+    """One part of an export read (:func:`_read_in_parts`) and its controls' cells written
+    under ``spill``, with the Python warnings raised meanwhile."""
     seen: list[str] = []
     with collect_warnings(seen, "reading the project"):
         part = read_part(cfg, iter_part(piece), strict=settings.strict, include_predictions=settings.include_predictions)
-    return part, seen
+    return write_part(cfg, part, spill, index), seen
+
+
+#: An export is cut into parts of about this many bytes at most, read a few side by side: a
+#: part's reader holds about as much as its part's bytes, so reading stays bounded at any size
+PART_BYTES = 256 << 20
 
 
 def _read_in_parts(config_xml: str, tasks: Iterable[dict], settings: ReportSettings, workers: int,
-                   caught: list[str]) -> Adapted | None:
-    """An export file read in parts side by side, one per worker (issue 24: reading is one
-    pass over the whole export before any control starts, so with one reader the other
-    cores wait): :func:`~ls_agreement.adapters.export_stream.split_export` cuts the file at
-    tasks, each part is read in a forked process (:func:`.parallel.map_forked`) and
-    :func:`~ls_agreement.adapters.adapt.adapt_parts` joins them into what one reading of
-    the whole gives. None where the parts cannot stand for the whole (a cut that was no
-    task's start, a task id in two parts, any problem the strict mode raises:
-    :class:`PartsDiffer`), or with one worker: the caller reads the whole
-    export, which reports any problem as it always does. Python warnings raised while a
-    part is read are kept, in the parts' order."""
-    parts = workers if workers > 0 else cpu_count()
-    if workers == 1 or not isinstance(tasks, ExportFile) or parts < 2:
+                   caught: list[str], spill: str | None,
+                   annotator_names: Mapping[str, str] | None) -> SpilledParts | None:
+    """An export file read in parts side by side (issue 24: reading is one pass over the
+    whole export before any control starts, so with one reader the other cores wait):
+    :func:`~ls_agreement.adapters.export_stream.split_export` cuts the file at tasks into
+    at least one part per worker and parts of at most :data:`PART_BYTES`, each part is read
+    in a forked process, as many at a time as there are workers
+    (:func:`.parallel.map_forked`), and writes its controls' cells under ``spill``
+    (:func:`~ls_agreement.adapters.part_files.write_part`). The result holds what one
+    reading of the whole gives; each control is joined and built from its files by the
+    worker that measures it. None where the parts cannot stand for the whole (a cut that
+    was no task's start, a task id in two parts, any problem the strict mode raises:
+    :class:`PartsDiffer`), where a file cannot be written, or with one worker: the caller
+    reads the whole export, which reports any problem as it always does. Python warnings
+    raised while a part is read are kept, in the parts' order."""
+    at_once = workers if workers > 0 else cpu_count()
+    if workers == 1 or spill is None or not isinstance(tasks, ExportFile) or at_once < 2:
         return None
-    pieces = split_export(tasks.path, parts)
+    try:
+        size = tasks.path.stat().st_size
+    except OSError:
+        return None
+    pieces = split_export(tasks.path, max(at_once, -(-size // PART_BYTES)))
     if not pieces:
         return None
     try:
@@ -414,13 +431,18 @@ def _read_in_parts(config_xml: str, tasks: Iterable[dict], settings: ReportSetti
     except AdapterError:
         return None                # the whole reading raises it, as always
     try:
-        done = map_forked([partial(_read_part, cfg, settings, p) for p in pieces])
-        adapted = adapt_parts(cfg, [part for part, _ in done], strict=settings.strict)
-    except (PartsDiffer, AdapterError, ChildFailed):
+        done = map_forked([partial(_read_part, cfg, settings, spill, k, p) for k, p in enumerate(pieces)],
+                          at_once=at_once)
+        parts = SpilledParts(cfg, [files for files, _ in done], strict=settings.strict,
+                             annotator_names=annotator_names)
+    except (PartsDiffer, AdapterError, ChildFailed, OSError):
+        for name in os.listdir(spill):      # the whole reading's files take their room
+            if name.startswith("part-"):
+                os.remove(os.path.join(spill, name))
         return None
     # said once, as one reading's collect_warnings says a repeated warning
     caught.extend(dict.fromkeys(w for _, seen in done for w in seen))
-    return adapted
+    return parts
 
 
 @dataclass
@@ -428,12 +450,29 @@ class _Project:
     """What the report's process needs of the adapted export, made where it was read."""
 
     n_tasks: int
-    controls: MutableMapping[str, ControlData]   # in memory, or parallel.SpilledControls
+    controls: MutableMapping[str, ControlData]   # in memory, or SpilledControls / SpilledParts
     warnings: list[str]                           # the adapters', the reading's, the settings'
     names: dict[str, str]                         # annotator id -> name
     n_items: dict[str, int]                       # annotator id -> distinct tasks answered
     costs: dict[str, int]                         # control -> its worker's expected peak bytes (and work's proxy)
     pooled: bool                                  # flags.may_pool_departures of the controls' kinds
+
+
+def _checked(settings: ReportSettings, kinds: Mapping[str, tuple[str, str]],
+             present: Callable[[], set[str]], warnings: list[str]) -> list[str]:
+    """``warnings`` and what the settings say of the controls (``kinds``: name -> (kind,
+    tag)) and of the annotators ``present()`` gives.
+
+    Raises
+    ------
+    AdapterError
+        A distance named for a control whose values it cannot compare."""
+    _check_forced_distances(settings, kinds)
+    unknown = sorted(set(settings.distances) - set(kinds))
+    if unknown:
+        warnings.append(f"settings name distances for unknown control(s) {unknown}")
+    warnings.extend(_group_warnings(settings, present))
+    return warnings
 
 
 def _project(adapted: Adapted, caught: list[str], settings: ReportSettings,
@@ -450,12 +489,16 @@ def _project(adapted: Adapted, caught: list[str], settings: ReportSettings,
         for ctl in adapted.controls.values():
             seen = set(map(str, ctl.table["annotator"].unique())) if len(ctl.table) else set()
             ctl.annotator_names.update({a: n for a, n in annotator_names.items() if a in seen and n})
-    _check_forced_distances(settings, adapted.controls)
-    unknown = sorted(set(settings.distances) - set(adapted.controls))
-    warnings = list(adapted.warnings) + caught
-    if unknown:
-        warnings.append(f"settings name distances for unknown control(s) {unknown}")
-    warnings.extend(_group_warnings(settings, adapted.controls))
+
+    def present() -> set[str]:
+        out: set[str] = set()
+        for ctl in adapted.controls.values():
+            if len(ctl.table):
+                out.update(ctl.table["annotator"].astype(str).unique().tolist())
+        return out
+
+    warnings = _checked(settings, {n: (c.kind, c.tag) for n, c in adapted.controls.items()}, present,
+                        list(adapted.warnings) + caught)
     names: dict[str, str] = {}
     for ctl in adapted.controls.values():
         names.update(ctl.annotator_names)
@@ -469,6 +512,17 @@ def _project(adapted: Adapted, caught: list[str], settings: ReportSettings,
                     n_items=tasks_per_annotator(adapted.controls.values()),
                     costs={n: worker_bytes(c.kind, len(c.table)) for n, c in adapted.controls.items()},
                     pooled=may_pool_departures(c.kind for c in adapted.controls.values()))
+
+
+def _project_of_parts(parts: SpilledParts, caught: list[str], settings: ReportSettings) -> _Project:
+    """:func:`_project` of an export read in parts, from what the parts counted: no control
+    is built here."""
+    kinds = parts.kinds()
+    warnings = _checked(settings, kinds, lambda: set(parts.tasks_of), list(parts.warnings) + caught)
+    return _Project(n_tasks=parts.n_tasks, controls=parts, warnings=warnings, names=parts.names,
+                    n_items=dict(parts.tasks_of),
+                    costs={n: worker_bytes(kind, parts.answers[n]) for n, (kind, _) in kinds.items()},
+                    pooled=may_pool_departures(kind for kind, _ in kinds.values()))
 
 
 def build_report(config_xml: str, tasks: Iterable[dict], settings: ReportSettings | None = None,
@@ -527,10 +581,11 @@ def build_report(config_xml: str, tasks: Iterable[dict], settings: ReportSetting
         def read() -> _Project:
             caught: list[str] = []
             with collect_warnings(caught, "reading the project"):
-                out = _read_in_parts(config_xml, tasks, settings, workers, caught)
-                if out is None:
-                    out = adapt(config_xml, tasks, strict=settings.strict,
-                                include_predictions=settings.include_predictions)
+                parts = _read_in_parts(config_xml, tasks, settings, workers, caught, spill, annotator_names)
+                out = None if parts is not None else adapt(config_xml, tasks, strict=settings.strict,
+                                                           include_predictions=settings.include_predictions)
+            if parts is not None:
+                return _project_of_parts(parts, caught, settings)
             return _project(out, caught, settings, annotator_names, spill)
 
         try:
@@ -586,7 +641,7 @@ def collect_warnings(sink: list[str], doing: str):
         sink.append(f"{kind} while {doing}: {msg[0].__name__}: {msg[1]}")
 
 
-def _group_warnings(settings: ReportSettings, controls: dict[str, ControlData]) -> list[str]:
+def _group_warnings(settings: ReportSettings, present: Callable[[], set[str]]) -> list[str]:
     """Annotator pools (κx) that cannot be compared as written: one pool, or ids with no
     annotation in the project (a typo, or a name instead of the user id)."""
     if not settings.groups:
@@ -595,12 +650,9 @@ def _group_warnings(settings: ReportSettings, controls: dict[str, ControlData]) 
     if len(settings.groups) < 2:
         out.append(f"settings 'groups' name one annotator pool ({', '.join(map(repr, settings.groups))}); "
                    "kappa_x compares two pools or more, so it is not computed")
-    present: set[str] = set()
-    for ctl in controls.values():
-        if len(ctl.table):
-            present.update(ctl.table["annotator"].astype(str).unique().tolist())
+    seen = present()
     for g, members in settings.groups.items():
-        missing = [m for m in dict.fromkeys(map(str, members)) if m not in present]
+        missing = [m for m in dict.fromkeys(map(str, members)) if m not in seen]
         if missing:
             out.append(f"settings 'groups.{g}': annotator id(s) {missing} have no annotation in this "
                        "project (annotators are user ids, or model:<version> for predictions)")
@@ -611,7 +663,7 @@ def _group_warnings(settings: ReportSettings, controls: dict[str, ControlData]) 
 _ALSO_FITS = {"text": ["nominal"]}
 
 
-def _check_forced_distances(settings: ReportSettings, controls: dict[str, ControlData]) -> None:
+def _check_forced_distances(settings: ReportSettings, kinds: Mapping[str, tuple[str, str]]) -> None:
     """A distance named for a control must compare that control's kind of values: boxes
     under ``nominal`` or choices under a ranking distance would give a silent 0.
     Registered callables without a kind (``register(name, D)``) fit every control."""
@@ -619,11 +671,11 @@ def _check_forced_distances(settings: ReportSettings, controls: dict[str, Contro
 
     known = set(available())
     for name, dist in sorted(settings.distances.items()):
-        ctl = controls.get(name)
-        if ctl is None or dist == "auto" or dist not in known:
+        if name not in kinds or dist == "auto" or dist not in known:
             continue  # unknown names are refused by the CLI, warned about by the engine
-        fit = fitting_distances(ctl.kind, ctl.tag) + _ALSO_FITS.get(ctl.kind, [])
+        kind, tag = kinds[name]
+        fit = fitting_distances(kind, tag) + _ALSO_FITS.get(kind, [])
         if dist not in fit:
-            raise AdapterError(f"distance {dist!r} does not fit control {name!r} ({ctl.tag}, "
-                               f"{ctl.kind} values); distances that fit: {', '.join(fit)} (or auto)",
+            raise AdapterError(f"distance {dist!r} does not fit control {name!r} ({tag}, "
+                               f"{kind} values); distances that fit: {', '.join(fit)} (or auto)",
                                field=f"distances.{name}")

@@ -162,9 +162,10 @@ class ChildFailed(Exception):
     would not pickle)."""
 
 
-def map_forked(fns: list[Callable[[], R]]) -> list[R]:
+def map_forked(fns: list[Callable[[], R]], at_once: int | None = None) -> list[R]:
     """``[f() for f in fns]``, the first here and the others side by side in forked children
-    (where fork is safe, else all here), in order.
+    (where fork is safe, else all here), in order. With ``at_once``, every call runs in a
+    child, at most that many at a time (what one leaves in its heap goes with it).
 
     Raises
     ------
@@ -174,6 +175,8 @@ def map_forked(fns: list[Callable[[], R]]) -> list[R]:
     """
     if len(fns) < 2 or not _fork_ok():
         return [f() for f in fns]
+    if at_once is not None:
+        return _map_at_once(fns, max(1, at_once))
     started = [_start(f) for f in fns[1:]]
     try:
         first = fns[0]()
@@ -195,6 +198,35 @@ def map_forked(fns: list[Callable[[], R]]) -> list[R]:
     if failure is not None:
         raise failure
     return out
+
+
+def _map_at_once(fns: list[Callable[[], R]], at_once: int) -> list[R]:
+    """:func:`map_forked` with every call in a child, ``at_once`` at a time; none starts
+    after a failure, and the first failure in order is raised once the running ones end."""
+    results: dict[int, tuple[bool, Any]] = {}
+    running: dict[Connection, tuple[int, multiprocessing.process.BaseProcess]] = {}
+    todo = list(range(len(fns)))
+    try:
+        while todo or running:
+            while todo and len(running) < at_once and all(ok for ok, _ in results.values()):
+                k = todo.pop(0)
+                recv, proc = _start(fns[k])
+                running[recv] = (k, proc)
+            if not running:
+                break
+            for recv in wait(list(running)):
+                k, proc = running.pop(recv)          # type: ignore[call-overload]
+                results[k] = _collect(recv, proc)    # type: ignore[arg-type]
+    finally:
+        for recv, (_, proc) in running.items():
+            proc.terminate()
+            proc.join()
+            recv.close()
+    for k in sorted(results):
+        ok, value = results[k]
+        if not ok:
+            raise value if isinstance(value, BaseException) else ChildFailed("a reading process ended without a result")
+    return [results[k][1] for k in range(len(fns))]
 
 
 class SpilledControls(MutableMapping[str, ControlData]):

@@ -194,3 +194,16 @@ def test_parts_joined_across_processes_keep_markers_and_first_forms(tmp_path, sm
     values = joined.controls["conf"].table["value"]
     assert values.dtype == whole.controls["conf"].table["value"].dtype
     assert [repr(v) for v in values] == [repr(v) for v in whole.controls["conf"].table["value"]]
+    # the same parts written to files and each control built from them alone (part_files.py)
+    from ls_agreement.adapters.config import parse_config
+    from ls_agreement.adapters.part_files import SpilledParts, write_part
+
+    cfg = parse_config(xml)
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    files = [write_part(cfg, read_part(cfg, iter_part(p)), str(spill), k) for k, p in enumerate(_read_parts(path, 3))]
+    built = SpilledParts(cfg, files)
+    assert built.n_tasks == whole.n_tasks and built.warnings == whole.warnings
+    for n, w in whole.controls.items():
+        pd.testing.assert_frame_equal(built[n].table, w.table)
+    assert [repr(v) for v in built["conf"].table["value"]] == [repr(v) for v in whole.controls["conf"].table["value"]]

@@ -269,12 +269,16 @@ def test_an_export_read_in_parts_gives_the_very_same_report(tmp_path) -> None:
         from ls_agreement.plugin.report.build import _read_in_parts
         from ls_agreement.plugin.settings import ReportSettings
         from ls_agreement.demo.data import DEMO_CONFIG
+        from ls_agreement.plugin.report.build import tasks_per_annotator
         caught = []
-        parts = _read_in_parts(DEMO_CONFIG, ExportFile({str(plain)!r}), ReportSettings(), 3, caught)
+        os.makedirs({str(tmp_path / "spill")!r})
+        parts = _read_in_parts(DEMO_CONFIG, ExportFile({str(plain)!r}), ReportSettings(), 3, caught,
+                               {str(tmp_path / "spill")!r}, None)
         whole = adapt(DEMO_CONFIG, ExportFile({str(plain)!r}))
         assert parts is not None and parts.n_tasks == whole.n_tasks == 500 and parts.warnings == whole.warnings
+        assert parts.tasks_of == tasks_per_annotator(whole.controls.values())
         for n in whole.controls:
-            assert parts.controls[n].table.equals(whole.controls[n].table), n
+            assert parts[n].table.equals(whole.controls[n].table), n
     """)
     for t in tasks:
         t["data"]["pages"] = [{"data": "p1"}, {"data": "p2"}]  # ", {" and an object with "data" inside tasks
@@ -376,3 +380,42 @@ def test_a_workers_estimate_grows_with_its_answers_and_the_budget_with_the_machi
     assert 0 < budget.default_budget() <= min(budget.DEFAULT_BUDGET, free)
     held = budget.held_bytes()
     assert 10_000_000 < held < free    # this interpreter, numpy and pandas loaded
+
+
+def test_parts_read_a_few_at_a_time_each_in_a_child(tmp_path) -> None:
+    # an export of more parts than workers (build.PART_BYTES): every part in a child of
+    # its own, never more than ``at_once`` alive, results in order; after a failure no
+    # part starts, and the first failure in order is the one raised
+    _in_fresh_process(f"""
+        import time
+        from ls_agreement.plugin.report.parallel import map_forked
+        here = os.getpid()
+        log = {str(tmp_path / "log")!r}
+
+        def part(k, fail=False):
+            with open(log, "a") as fh:
+                fh.write(f"start {{k}} {{time.monotonic()}}\\n")
+            time.sleep(0.3)
+            with open(log, "a") as fh:
+                fh.write(f"end {{k}} {{time.monotonic()}}\\n")
+            if fail:
+                raise ValueError(f"part {{k}}")
+            return k, os.getpid()
+
+        out = map_forked([lambda k=k: part(k) for k in range(7)], at_once=2)
+        assert [k for k, _ in out] == list(range(7)) and here not in {{p for _, p in out}}
+        alive = peak = 0
+        for line in sorted(open(log), key=lambda s: float(s.split()[2])):
+            alive += 1 if line.startswith("start") else -1
+            peak = max(peak, alive)
+        assert peak == 2, peak
+        os.remove(log)
+        try:
+            map_forked([lambda k=k: part(k, fail=k in (1, 2)) for k in range(6)], at_once=2)
+        except ValueError as exc:
+            assert str(exc) == "part 1", exc
+        else:
+            raise AssertionError("no error")
+        started = [int(s.split()[1]) for s in open(log) if s.startswith("start")]
+        assert max(started) <= 3, started      # nothing after the first failure was seen
+    """)

@@ -14,6 +14,7 @@ import pytest
 
 from ls_agreement.adapters import export_stream
 from ls_agreement.adapters.adapt import adapt, adapt_parts, read_part
+from ls_agreement.adapters.config import parse_config
 from ls_agreement.adapters.errors import AdapterError
 from ls_agreement.adapters.export_stream import iter_export, iter_part, split_export
 
@@ -51,3 +52,49 @@ def test_a_template_export_read_in_parts_is_the_export_read_whole(key, tmp_path,
         pd.testing.assert_frame_equal(j.table, w.table, obj=f"{key}: {n}")
         assert (j.texts, j.annotator_names, j.ground_truth, j.warnings) == (w.texts, w.annotator_names,
                                                                            w.ground_truth, w.warnings), n
+
+
+@pytest.mark.parametrize("key", sorted(_CONFIGS))
+def test_a_template_export_built_from_part_files_is_the_export_read_whole(key, tmp_path, monkeypatch):
+    """The report's reading of a big export (adapters/part_files.py): each part's cells
+    written to files, each control joined and built from them alone -- planned part by
+    part, or, where it points at regions, with the controls it points at -- is the one
+    reading of the whole, and so are the facts the report takes from the parts."""
+    from ls_agreement.adapters.part_files import SpilledParts, write_part
+    from ls_agreement.plugin.report.build import tasks_per_annotator
+
+    xml = _CONFIGS[key]
+    tasks = generate_export(xml, "careless", seed=5, n_tasks=24).tasks
+    path = tmp_path / "export.json"
+    text = json.dumps(tasks, indent=1)
+    path.write_text(text, encoding="utf-8")
+    monkeypatch.setattr(export_stream, "CHUNK_CHARS", max(len(text) // 6, 64))
+    pieces = split_export(path, 4)
+    assert pieces is not None and len(pieces) >= 2, key
+    try:
+        whole = adapt(xml, iter_export(path))
+    except AdapterError:
+        return                           # nothing measurable (the test above)
+    shown = {a: f"name of {a}" for c in whole.controls.values() for a in map(str, c.table["annotator"].unique())}
+    shown["nobody"] = "a name for no annotator"
+    cfg = parse_config(xml)
+    files = [write_part(cfg, read_part(cfg, iter_part(p)), str(tmp_path), k) for k, p in enumerate(pieces)]
+    spilled = SpilledParts(parse_config(xml), files, annotator_names=shown)
+    assert list(spilled) == list(whole.controls) and spilled.n_tasks == whole.n_tasks
+    assert spilled.warnings == whole.warnings
+    assert spilled.tasks_of == tasks_per_annotator(whole.controls.values())
+    assert spilled.answers == {n: len(c.table) for n, c in whole.controls.items()}
+    names = {}
+    for c in whole.controls.values():
+        names.update(c.annotator_names)
+    names.update({a: n for a, n in shown.items() if a in spilled.tasks_of})
+    assert spilled.names == names
+    # controls read back in any order, each from its files alone
+    for n in reversed(list(whole.controls)):
+        w, j = whole.controls[n], spilled[n]
+        pd.testing.assert_frame_equal(j.table, w.table, obj=f"{key}: {n}")
+        seen = set(w.table["annotator"].astype(str))
+        assert j.annotator_names == {**w.annotator_names, **{a: v for a, v in shown.items() if a in seen}}, n
+        assert (j.texts, j.ground_truth, j.warnings) == (w.texts, w.ground_truth, w.warnings), n
+        del spilled[n]
+    assert not [f for f in tmp_path.iterdir() if f.name.startswith("part-")]   # released: files gone
