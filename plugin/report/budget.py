@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["DEFAULT_BUDGET", "UNPICKLED_PER_BYTE", "worker_bytes", "available_bytes", "default_budget", "held_bytes"]
+__all__ = ["DEFAULT_BUDGET", "UNPICKLED_PER_BYTE", "worker_bytes", "reader_bytes", "available_bytes", "default_budget",
+           "held_bytes"]
 
 #: The process tree's default ceiling in bytes: issue 24's 2 GB for 100,000 tasks
 #: (Label Studio runs beside us on the same server).
@@ -44,6 +45,17 @@ def worker_bytes(kind: str, answers: int) -> int:
     ``answers`` rows (its proportional set size: pages it shares with the parent count by
     halves)."""
     return _FIXED + answers * _PER_ANSWER.get(kind, _UNMEASURED)
+
+
+#: A part reader's bytes: a fixed part and a share of its part's bytes of export (its cells,
+#: written to files as it ends; 0.21-0.29 GB measured for parts of 250 MB, 2026-12-07 (3)).
+_READER_FIXED = 100_000_000
+_READER_PER_BYTE = 0.75
+
+
+def reader_bytes(part_bytes: int) -> int:
+    """Expected peak bytes of a process reading ``part_bytes`` of an export in parts."""
+    return _READER_FIXED + int(part_bytes * _READER_PER_BYTE)
 
 
 def _proc_kb(path: str, key: str) -> int | None:

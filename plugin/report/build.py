@@ -46,7 +46,7 @@ from .model import (AnnotatorIntervals, Candidate, ControlAnnotator, ControlRepo
 from .flags import drop_departing_ratios, fit_ambiguity, fit_departing, fit_review, may_pool_departures, pooled_ratios
 from .quality import reference_measures
 from .seed import seed_measures
-from .budget import default_budget, worker_bytes
+from .budget import DEFAULT_BUDGET, default_budget, reader_bytes, worker_bytes
 from .parallel import ChildFailed, SpilledControls, cpu_count, map_forked, measure_controls, run_forked
 from .pairs import label_section, pair_matrix_section, project_pair_matrix
 from .rollup import project_annotators, project_tasks
@@ -401,14 +401,15 @@ PART_BYTES = 256 << 20
 
 
 def _read_in_parts(config_xml: str, tasks: Iterable[dict], settings: ReportSettings, workers: int,
-                   caught: list[str], spill: str | None,
-                   annotator_names: Mapping[str, str] | None) -> SpilledParts | None:
+                   caught: list[str], spill: str | None, annotator_names: Mapping[str, str] | None,
+                   budget: int = DEFAULT_BUDGET) -> SpilledParts | None:
     """An export file read in parts side by side (issue 24: reading is one pass over the
     whole export before any control starts, so with one reader the other cores wait):
     :func:`~ls_agreement.adapters.export_stream.split_export` cuts the file at tasks into
-    at least one part per worker and parts of at most :data:`PART_BYTES`, each part is read
-    in a forked process, as many at a time as there are workers
-    (:func:`.parallel.map_forked`), and writes its controls' cells under ``spill``
+    at least one part per worker and parts of at most :data:`PART_BYTES`; each part is read
+    in a forked process, as many at a time as there are workers and as the memory
+    ``budget`` holds (:func:`.parallel.map_forked`, :func:`.budget.reader_bytes`), and
+    writes its controls' cells under ``spill``
     (:func:`~ls_agreement.adapters.part_files.write_part`). The result holds what one
     reading of the whole gives; each control is joined and built from its files by the
     worker that measures it. None where the parts cannot stand for the whole (a cut that
@@ -426,6 +427,8 @@ def _read_in_parts(config_xml: str, tasks: Iterable[dict], settings: ReportSetti
     pieces = split_export(tasks.path, max(at_once, -(-size // PART_BYTES)))
     if not pieces:
         return None
+    # as many readers side by side as the budget holds (one always reads)
+    at_once = max(1, min(at_once, budget // reader_bytes(max(p.end - p.start for p in pieces))))
     try:
         cfg = parse_config(config_xml, strict=settings.strict)
     except AdapterError:
@@ -553,7 +556,8 @@ def build_report(config_xml: str, tasks: Iterable[dict], settings: ReportSetting
         one per control, up to the CPUs. With workers, the adapted controls pass to them as
         temporary files (removed before this returns).
     memory : int, optional
-        With workers, the bytes the process tree may hold while controls are measured
+        With workers, the bytes the process tree may hold while the export is read and the
+        controls are measured
         (default :func:`.budget.default_budget`: 2 GB, or less where the machine has less):
         a control's worker starts only where its expected peak fits beside the workers
         running (:func:`.parallel.measure_controls`); the numbers do not change.
@@ -572,6 +576,7 @@ def build_report(config_xml: str, tasks: Iterable[dict], settings: ReportSetting
         Invalid settings (a negative seed, overlapping annotator pools, ...).
     """
     settings = (settings or ReportSettings()).validate()
+    budget = memory if memory is not None else default_budget()
 
     # with worker processes, the export is read in one too, which hands over only what this
     # process needs: the adapted controls stay in files, each read back by the worker that
@@ -581,7 +586,7 @@ def build_report(config_xml: str, tasks: Iterable[dict], settings: ReportSetting
         def read() -> _Project:
             caught: list[str] = []
             with collect_warnings(caught, "reading the project"):
-                parts = _read_in_parts(config_xml, tasks, settings, workers, caught, spill, annotator_names)
+                parts = _read_in_parts(config_xml, tasks, settings, workers, caught, spill, annotator_names, budget)
                 out = None if parts is not None else adapt(config_xml, tasks, strict=settings.strict,
                                                            include_predictions=settings.include_predictions)
             if parts is not None:
@@ -594,7 +599,7 @@ def build_report(config_xml: str, tasks: Iterable[dict], settings: ReportSetting
             measured = measure_controls(project.controls,
                                         partial(_measured_control, settings=settings, pooled=project.pooled),
                                         workers, release=True, costs=project.costs,
-                                        budget=memory if memory is not None else default_budget())
+                                        budget=budget)
         finally:
             # what the pauses froze goes back to the collector (gc_pause.py): a long-lived
             # process that reports again must not keep a cycle of this one for good

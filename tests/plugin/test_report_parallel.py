@@ -419,3 +419,40 @@ def test_parts_read_a_few_at_a_time_each_in_a_child(tmp_path) -> None:
         started = [int(s.split()[1]) for s in open(log) if s.startswith("start")]
         assert max(started) <= 3, started      # nothing after the first failure was seen
     """)
+
+
+def test_parts_are_read_as_many_at_a_time_as_the_budget_holds(tmp_path, monkeypatch) -> None:
+    """build.py ``_read_in_parts``: more parts than workers where the export is larger than
+    ``PART_BYTES``, and no more readers side by side than the memory budget holds
+    (``budget.reader_bytes``); one always reads."""
+    import json
+
+    from ls_agreement.adapters import export_stream
+    from ls_agreement.adapters.export_stream import ExportFile
+    from ls_agreement.demo.data import ANNOTATORS, DEMO_CONFIG, generate
+    from ls_agreement.plugin.report import build
+    from ls_agreement.plugin.report.budget import reader_bytes
+    from ls_agreement.plugin.settings import ReportSettings
+
+    users = {a.email: 10 + k for k, a in enumerate(ANNOTATORS)}
+    tasks = [{**t, "id": k} for k, t in enumerate(generate(users, n_tasks=400, seed=3).tasks, start=1)]
+    export = tmp_path / "export.json"
+    export.write_text(json.dumps(tasks), encoding="utf-8")
+    size = export.stat().st_size
+    monkeypatch.setattr(build, "PART_BYTES", size // 5)
+    monkeypatch.setattr(export_stream, "CHUNK_CHARS", size // 40)
+    asked: list[tuple[int, int | None]] = []
+
+    def in_turn(fns, at_once=None):            # the parts read here, one after the other
+        asked.append((len(fns), at_once))
+        return [f() for f in fns]
+
+    monkeypatch.setattr(build, "map_forked", in_turn)
+    for budget, want in ((10 ** 12, 4), (reader_bytes(size // 4) * 2 + 1, 2), (1, 1)):
+        spill = tmp_path / f"spill-{budget}"
+        spill.mkdir()
+        parts = build._read_in_parts(DEMO_CONFIG, ExportFile(export), ReportSettings(), 4, [], str(spill), None,
+                                     budget)
+        assert parts is not None and parts.n_tasks == 400
+        n, at_once = asked[-1]
+        assert n >= 5 and at_once == want, (asked, budget)
