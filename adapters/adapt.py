@@ -350,7 +350,7 @@ def _read(cfg: LabelingConfig, tasks: Iterable[dict], strict: bool, include_pred
     # Relations and perRegion answers point at regions by id (region_links.py): per
     # annotation, each id is mapped to the region control result that drew it (only read
     # when some control points at regions)
-    dependent = {n for n, s in specs.items() if s.family in ("relations", "per_region")}
+    dependent = pointing(cfg)
     region_sources = {n for n in specs if multi[n] and n not in dependent and specs[n].kind != "sets"
                       } if dependent else set()
     whole_result = {n for n in specs if getattr(fam[n], "WHOLE_RESULT", False)}
@@ -551,7 +551,7 @@ def _read(cfg: LabelingConfig, tasks: Iterable[dict], strict: bool, include_pred
 
 def _build(cfg: LabelingConfig, part: PartRead, strict: bool) -> Adapted:
     """The build phase of :func:`adapt`: each control's values from its cells."""
-    dependent = _dependent(cfg)
+    dependent = pointing(cfg)
     states: dict[str, Any] = {}
     controls: dict[str, ControlData] = {}
     # the controls that point at regions are built last, from the regions as built
@@ -566,21 +566,25 @@ def _build(cfg: LabelingConfig, part: PartRead, strict: bool) -> Adapted:
     return Adapted(controls=controls, warnings=project_warnings(cfg, part, strict), n_tasks=len(part.task_ids))
 
 
-def _dependent(cfg: LabelingConfig) -> set[str]:
+#: Families whose answers point at other controls' regions by id (region_links.py)
+_POINTING = ("relations", "per_region")
+
+
+def pointing(cfg: LabelingConfig) -> set[str]:
     """The controls whose answers point at other controls' regions (relations, per-region)."""
-    return {n for n, s in cfg.controls.items() if s.family in ("relations", "per_region")}
+    return {n for n, s in cfg.controls.items() if s.family in _POINTING}
 
 
 def build_order(cfg: LabelingConfig) -> list[str]:
     """The controls in the order they are built: those that point at regions last."""
-    dependent = _dependent(cfg)
+    dependent = pointing(cfg)
     return [n for n in cfg.controls if n not in dependent] + [n for n in cfg.controls if n in dependent]
 
 
 def planned(cfg: LabelingConfig) -> list[str]:
     """The controls whose values wait for a plan over all their cells (pixels or percent,
     a clip's length): what a control pointing at regions needs planned before it is built."""
-    dependent = _dependent(cfg)
+    dependent = pointing(cfg)
     return [n for n, s in cfg.controls.items() if n not in dependent
             and (hasattr(FAMILIES[s.family], "plan") or hasattr(FAMILIES[s.family], "plan_cells"))]
 
@@ -609,7 +613,7 @@ def build_control(cfg: LabelingConfig, n: str, pieces: Iterable["ControlPiece"],
     specs = cfg.controls
     spec = specs[n]
     fam = FAMILIES[spec.family]
-    dependent = spec.family in ("relations", "per_region")
+    dependent = spec.family in _POINTING
     eager = fam in _EAGER_FAMILIES and not dependent
     if dependent:
         state = RegionResolver(lambda c, ps: FAMILIES[specs[c].family].build(ps, specs[c], states[c]))

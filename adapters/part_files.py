@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Mapping, MutableMapping, Sequence
 
 from .adapt import (FAMILIES, ControlPiece, PartRead, build_control, in_first_forms, join_control, join_facts,
-                    plan_control, planned, project_warnings)
+                    plan_control, planned, pointing, project_warnings)
 from .config import LabelingConfig
 from .control import ControlData
 from .fields import MISSING
@@ -60,7 +60,7 @@ class PartFiles:
 def _groups(cfg: LabelingConfig) -> dict[str, str]:
     """Control -> the group whose file holds it: each control alone, except that the
     controls pointing at regions share one with the controls that have a plan."""
-    linked = {n for n, s in cfg.controls.items() if s.family in ("relations", "per_region")}
+    linked = pointing(cfg)
     if linked:
         linked |= set(planned(cfg))
     return {n: "linked" if n in linked else f"control-{k}" for k, n in enumerate(cfg.controls)}
@@ -178,7 +178,7 @@ class SpilledParts(MutableMapping[str, ControlData]):
             # a control without a plan builds its regions from None, as in adapt's build
             states: dict[str, Any] = dict.fromkeys(cfg.controls)
             notes: list[str] = []
-            if cfg.controls[name].family in ("relations", "per_region"):
+            if name in pointing(cfg):
                 # unpickled part by part together: its answers hold the region controls' lists
                 whole: dict[str, list[ControlPiece]] = {}
                 for pieces in self._load(self._group[name]):
