@@ -163,9 +163,10 @@ class ChildFailed(Exception):
 
 
 def map_forked(fns: list[Callable[[], R]], at_once: int | None = None) -> list[R]:
-    """``[f() for f in fns]``, the first here and the others side by side in forked children
-    (where fork is safe, else all here), in order. With ``at_once``, every call runs in a
-    child, at most that many at a time (what one leaves in its heap goes with it).
+    """``[f() for f in fns]``, each in a forked child of its own (what one leaves in its heap
+    goes with it), at most ``at_once`` at a time (default: all), in order; all here where
+    fork is unsafe. None starts after a failure, and the first failure in order is raised
+    once the running ones have ended.
 
     Raises
     ------
@@ -173,36 +174,9 @@ def map_forked(fns: list[Callable[[], R]], at_once: int | None = None) -> list[R
         The first failure in order: a child's error as it raised it, :class:`ChildFailed`
         when a child ended without a result.
     """
-    if len(fns) < 2 or not _fork_ok():
+    if not _fork_ok():
         return [f() for f in fns]
-    if at_once is not None:
-        return _map_at_once(fns, max(1, at_once))
-    started = [_start(f) for f in fns[1:]]
-    try:
-        first = fns[0]()
-    except BaseException:
-        for recv, proc in started:
-            proc.terminate()
-            proc.join()
-            recv.close()
-        raise
-    out: list[R] = [first]
-    failure: BaseException | None = None
-    for recv, proc in started:
-        ok, value = _collect(recv, proc)
-        if failure is None:
-            if ok:
-                out.append(value)
-            else:
-                failure = value if isinstance(value, BaseException) else ChildFailed("a reading process ended without a result")
-    if failure is not None:
-        raise failure
-    return out
-
-
-def _map_at_once(fns: list[Callable[[], R]], at_once: int) -> list[R]:
-    """:func:`map_forked` with every call in a child, ``at_once`` at a time; none starts
-    after a failure, and the first failure in order is raised once the running ones end."""
+    at_once = max(1, len(fns) if at_once is None else at_once)
     results: dict[int, tuple[bool, Any]] = {}
     running: dict[Connection, tuple[int, multiprocessing.process.BaseProcess]] = {}
     todo = list(range(len(fns)))
