@@ -27,17 +27,23 @@ _CONFIGS = {t.key: t.config for t in load_templates(_DIR)} if _DIR is not None e
 _CONFIGS.update(EXTRA_CONFIGS)
 
 
-@pytest.mark.parametrize("key", sorted(_CONFIGS))
-def test_a_template_export_read_in_parts_is_the_export_read_whole(key, tmp_path, monkeypatch):
-    xml = _CONFIGS[key]
-    tasks = generate_export(xml, "careless", seed=11, n_tasks=24).tasks
+def _cut_export(key: str, seed: int, tmp_path, monkeypatch) -> tuple:
+    """Template ``key``'s generated export written under ``tmp_path`` and its parts: of
+    about a fifth of the file each, so that every template's export is cut."""
+    tasks = generate_export(_CONFIGS[key], "careless", seed=seed, n_tasks=24).tasks
     path = tmp_path / "export.json"
     text = json.dumps(tasks, indent=1)
     path.write_text(text, encoding="utf-8")
-    # parts of about a fifth of the file each: every template's export is cut
     monkeypatch.setattr(export_stream, "CHUNK_CHARS", max(len(text) // 6, 64))
     pieces = split_export(path, 4)
     assert pieces is not None and len(pieces) >= 2, key
+    return path, pieces
+
+
+@pytest.mark.parametrize("key", sorted(_CONFIGS))
+def test_a_template_export_read_in_parts_is_the_export_read_whole(key, tmp_path, monkeypatch):
+    xml = _CONFIGS[key]
+    path, pieces = _cut_export(key, 11, tmp_path, monkeypatch)
     try:
         whole = adapt(xml, iter_export(path))
     except AdapterError as exc:          # nothing measurable: the parts say the same
@@ -64,13 +70,7 @@ def test_a_template_export_built_from_part_files_is_the_export_read_whole(key, t
     from ls_agreement.plugin.report.build import tasks_per_annotator
 
     xml = _CONFIGS[key]
-    tasks = generate_export(xml, "careless", seed=5, n_tasks=24).tasks
-    path = tmp_path / "export.json"
-    text = json.dumps(tasks, indent=1)
-    path.write_text(text, encoding="utf-8")
-    monkeypatch.setattr(export_stream, "CHUNK_CHARS", max(len(text) // 6, 64))
-    pieces = split_export(path, 4)
-    assert pieces is not None and len(pieces) >= 2, key
+    path, pieces = _cut_export(key, 5, tmp_path, monkeypatch)
     try:
         whole = adapt(xml, iter_export(path))
     except AdapterError:
