@@ -51,6 +51,11 @@ __all__ = ["bootstrap_intervals", "Replicates", "MAX_EXPECTED", "MAX_CELLS"]
 # needs: per-item linear maps stacked into one product (_Linear), and the replicate's chance
 # distribution, exact from value counts (_CellChance) or from pooled expected pairs (_PairChance)
 _ELEMS = 4_000_000        # float64 elements of one (replicates × something) block
+# Replicates drawn per block: the weights (items × replicates) and the dozen arrays of that
+# shape a block makes. At 4 million elements a 100,000-task box control's worker peaked
+# in them (about 0.4 GB of its 1.0 GB), and beside the spans' worker over a 2 GB budget;
+# at 2 million the blocks are twice as many and the same draws (issue 24).
+_REPLICATE_ELEMS = 2_000_000
 _DENSE_COLS = 32          # item × group matrices up to this many columns multiply densely
 
 
@@ -486,8 +491,8 @@ class Replicates:
         return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
     def chunk(self) -> int:
-        """Replicates per block, bounding memory to a few blocks of ``_ELEMS`` floats."""
-        return max(1, _ELEMS // self.width)
+        """Replicates per block, bounding memory to a few blocks of ``_REPLICATE_ELEMS`` floats."""
+        return max(1, _REPLICATE_ELEMS // self.width)
 
 
 _BOUNDS = {"alpha": (-np.inf, 1.0), "ks": (0.0, 1.0), "sigma": (0.0, 1.0)}

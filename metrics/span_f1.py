@@ -12,6 +12,7 @@ maps Label Studio's character offsets to tokens.
 from __future__ import annotations
 
 import math
+from array import array
 from itertools import chain
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Iterable, Mapping, Sequence
@@ -324,16 +325,19 @@ class _PairSums:
     """
 
     def __init__(self) -> None:
+        # per row and per segment, numbers go to typed arrays, not lists: a 100,000-task
+        # span control has about 1.2 million rows, and a list's float objects took four
+        # times the bytes (the spans' worker peaked here, issue 24)
         self.item: list = []
         self.label: list = []
         self.ann: list = []
-        self.etp: list[float] = []
-        self.l_sum: list[float] = []
-        self.slot: list[int] = []        # per annotator marking the label: its row
-        self.group: list[int] = []       # ... its (item, label) group
+        self.etp = array("d")
+        self.l_sum = array("d")
+        self.slot = array("q")           # per annotator marking the label: its row
+        self.group = array("q")          # ... its (item, label) group
         self.segments: list = []         # ... its segments
-        self.self_dot: list[int] = []    # ... sum_t c(t)^2
-        self.group_n: list[int] = []     # per (item, label): tokens of the text
+        self.self_dot = array("q")       # ... sum_t c(t)^2
+        self.group_n = array("q")        # per (item, label): tokens of the text
         self.memo: dict[tuple, tuple] = {}   # ids of a group's profiles -> _rows of them
         self.etp_memo: dict[tuple, dict[int, float]] = {}   # ids of its chance coverages -> E[TP]s
 
@@ -389,27 +393,33 @@ class _PairSums:
 
     def frame(self) -> pd.DataFrame:
         """item, label, annotator, tp, expected_tp, l_sum."""
+        return pd.DataFrame({"item": self.item, "label": self.label, "annotator": self.ann, "tp": self._tp(),
+                             "expected_tp": np.frombuffer(self.etp, dtype=np.float64).copy(),
+                             "l_sum": np.frombuffer(self.l_sum, dtype=np.float64).copy()})
+
+    def _tp(self) -> np.ndarray:
+        """TP of every row, shape (rows,) (its own function: the token axis's arrays are
+        gone before the frame is built)."""
         tp = np.zeros(len(self.item))
-        if self.slot:
-            counts = np.fromiter(map(len, self.segments), dtype=np.int64, count=len(self.segments))
-            seg = np.fromiter(chain.from_iterable(chain.from_iterable(self.segments)), dtype=np.int64,
-                              count=2 * int(counts.sum())).reshape(-1, 2)
-            # one flat token axis: group g's tokens at [base[g], base[g] + n_g], one spare slot each
-            size = np.asarray(self.group_n, dtype=np.int64) + 1
-            base = np.cumsum(size) - size
-            at = base[np.repeat(np.asarray(self.group, dtype=np.int64), counts)]
-            start, end = at + seg[:, 0], at + seg[:, 1]
-            total = int(size.sum())
-            # observed coverage of each group, summed over its annotators (difference array)
-            cover = np.cumsum(np.bincount(start, minlength=total) - np.bincount(end, minlength=total))
-            upto = np.concatenate(([0], np.cumsum(cover)))   # upto[x] = sum of cover[:x]
-            # sum_t c_a(t) S(t) = the summed coverage over a's segments; minus sum_t c_a(t)^2
-            own = np.bincount(np.repeat(np.arange(counts.size), counts), weights=upto[end] - upto[start],
-                              minlength=counts.size)
-            tp[np.asarray(self.slot, dtype=np.int64)] = own - np.asarray(self.self_dot, dtype=np.float64)
-        return pd.DataFrame({"item": self.item, "label": self.label, "annotator": self.ann, "tp": tp,
-                             "expected_tp": np.asarray(self.etp, dtype=np.float64),
-                             "l_sum": np.asarray(self.l_sum, dtype=np.float64)})
+        if not self.slot:
+            return tp
+        counts = np.fromiter(map(len, self.segments), dtype=np.int64, count=len(self.segments))
+        seg = np.fromiter(chain.from_iterable(chain.from_iterable(self.segments)), dtype=np.int64,
+                          count=2 * int(counts.sum())).reshape(-1, 2)
+        # one flat token axis: group g's tokens at [base[g], base[g] + n_g], one spare slot each
+        size = np.frombuffer(self.group_n, dtype=np.int64) + 1
+        base = np.cumsum(size) - size
+        at = base[np.repeat(np.frombuffer(self.group, dtype=np.int64), counts)]
+        start, end = at + seg[:, 0], at + seg[:, 1]
+        total = int(size.sum())
+        # observed coverage of each group, summed over its annotators (difference array)
+        cover = np.cumsum(np.bincount(start, minlength=total) - np.bincount(end, minlength=total))
+        upto = np.concatenate(([0], np.cumsum(cover)))   # upto[x] = sum of cover[:x]
+        # sum_t c_a(t) S(t) = the summed coverage over a's segments; minus sum_t c_a(t)^2
+        own = np.bincount(np.repeat(np.arange(counts.size), counts), weights=upto[end] - upto[start],
+                          minlength=counts.size)
+        tp[np.frombuffer(self.slot, dtype=np.int64)] = own - np.frombuffer(self.self_dot, dtype=np.int64)
+        return tp
 
 
 @tabular(missing="keep")   # None: an annotation that marked no span
@@ -518,6 +528,7 @@ def span_f1_table(table: pd.DataFrame, n_tokens: Mapping[Any, int], model: str =
     if reference is None:
         # every pair counts once in the totals and once for each of its two annotators
         per_ann_rows = sums.frame()
+        del sums        # its lists and arrays: the frame holds the rows now
         halves = per_ann_rows.assign(**{c: per_ann_rows[c] / 2.0 for c in ("tp", "expected_tp", "l_sum")})
         per_ann = _summarise(per_ann_rows, "annotator")
         per_item = _summarise(halves, "item")

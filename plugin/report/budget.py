@@ -13,9 +13,12 @@ interpreter's pages a forked worker adds, the bootstrap's replicate blocks, whic
 bounded at any size) and a part per answer that depends on the kind of value. The figures
 per answer are the proportional set size of each kind's worker at its peak, measured at
 10,000 and 100,000 demo tasks (2026-12-07: boxes 1.01 GB, spans 0.88 GB, choices 0.57 GB,
-text areas 0.52 GB, rankings 0.60 GB for 400,000 answers each); kinds not measured take
-the largest of them. An estimate only orders and spaces the workers: the
-numbers of the report never depend on it.
+text areas 0.52 GB, rankings 0.60 GB for 400,000 answers each; 2026-12-08, with the
+bootstrap's replicates in blocks of half the size and span F1's rows in typed arrays: boxes
+0.88–0.93 GB, spans 0.79–0.80 GB, so that the two largest controls of a 100,000-task
+project start side by side within 2 GB, where they had waited for each other whenever this
+process held more than 0.11 GB); kinds not measured take the largest of them. An estimate
+only orders and spaces the workers: the numbers of the report never depend on it.
 """
 from __future__ import annotations
 
@@ -28,10 +31,10 @@ __all__ = ["DEFAULT_BUDGET", "UNPICKLED_PER_BYTE", "worker_bytes", "reader_bytes
 #: (Label Studio runs beside us on the same server).
 DEFAULT_BUDGET = 2_000_000_000
 #: A worker's bytes before its control's answers: its own pages of the interpreter and
-#: libraries, and the bootstrap's blocks of replicates (at most 4 million floats each).
+#: libraries, and the bootstrap's blocks of replicates (at most 2 million floats each).
 _FIXED = 200_000_000
 #: Bytes per answer at a worker's peak, by value kind (the registry's prefixes).
-_PER_ANSWER = {"boxes": 2_030, "spans": 1_700, "scalars": 930, "pairwise": 930, "sets": 930,
+_PER_ANSWER = {"boxes": 1_900, "spans": 1_550, "scalars": 930, "pairwise": 930, "sets": 930,
                "text": 800, "rankings": 1_000}
 #: A worker's result, unpickled in the parent, over its pickled bytes (7-8 measured).
 UNPICKLED_PER_BYTE = 8

@@ -374,6 +374,10 @@ def test_a_workers_estimate_grows_with_its_answers_and_the_budget_with_the_machi
     assert (budget.worker_bytes("spans", 2_000) - budget.worker_bytes("spans", 1_000)
             == budget.worker_bytes("spans", 1_000) - budget.worker_bytes("spans", 0))
     assert budget.worker_bytes("masks", 1_000) == budget.worker_bytes("boxes", 1_000)
+    # a 100,000-task demo project's two largest controls (400,000 answers each) start side
+    # by side within the default budget, beside a report process of 0.15 GB
+    assert budget.worker_bytes("boxes", 400_000) + budget.worker_bytes("spans", 400_000) + 150_000_000 \
+        <= budget.DEFAULT_BUDGET
     free = budget.available_bytes()
     if free is None:
         pytest.skip("no /proc/meminfo here")
