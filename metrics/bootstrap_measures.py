@@ -54,8 +54,12 @@ _ELEMS = 4_000_000        # float64 elements of one (replicates × something) bl
 # Replicates drawn per block: the weights (items × replicates) and the dozen arrays of that
 # shape a block makes. At 4 million elements a 100,000-task box control's worker peaked
 # in them (about 0.4 GB of its 1.0 GB), and beside the spans' worker over a 2 GB budget;
-# at 2 million the blocks are twice as many and the same draws (issue 24).
+# at 2 million the blocks are twice as many and the same draws (issue 24). Below a few
+# replicates a block, its fixed work (the σ cuts' probes, the sides whose cut differs)
+# dominates: at 1,000,000 items 2 replicates a block took 1.28× the time of 4 (8: 1.07×),
+# so a block then takes up to twice the elements to hold that many.
 _REPLICATE_ELEMS = 2_000_000
+_MIN_REPLICATES = 4
 _DENSE_COLS = 32          # item × group matrices up to this many columns multiply densely
 
 
@@ -491,8 +495,12 @@ class Replicates:
         return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
     def chunk(self) -> int:
-        """Replicates per block, bounding memory to a few blocks of ``_REPLICATE_ELEMS`` floats."""
-        return max(1, _REPLICATE_ELEMS // self.width)
+        """Replicates per block, bounding memory to a few blocks of ``_REPLICATE_ELEMS`` floats
+        (up to twice that where it keeps :data:`_MIN_REPLICATES` a block)."""
+        per_block = _REPLICATE_ELEMS // self.width
+        if per_block < _MIN_REPLICATES:
+            per_block = min(_MIN_REPLICATES, 2 * _REPLICATE_ELEMS // self.width)
+        return max(1, per_block)
 
 
 _BOUNDS = {"alpha": (-np.inf, 1.0), "ks": (0.0, 1.0), "sigma": (0.0, 1.0)}

@@ -176,3 +176,27 @@ def test_sparse_maps_of_whole_entries_multiply_exactly_in_float32():
     assert np.array_equal(m(whole), want(whole))
     with pytest.raises(AssertionError, match="float64"):
         m(whole + 0.5)
+
+
+@pytest.mark.parametrize("tabulated", [True, False])
+@pytest.mark.parametrize("elems", [1, 2_000, 1_000_000])
+def test_intervals_do_not_depend_on_how_many_replicates_a_block_holds(monkeypatch, elems, tabulated):
+    """The replicates are drawn a block at a time (memory, issue 24): blocks of one or two
+    replicates (the floor of replicates a block applies), of a few and of all 200 draw the
+    same multiplicities and give the same intervals to float rounding (a product over a
+    block of another width may add in another order), per annotator too; with chance
+    tabulated from value counts and read from chance pairs."""
+    import ls_agreement.metrics.bootstrap_measures as bm
+
+    rng = np.random.default_rng(5)
+    table = scalar_table(40, rng, np.arange(1.0, 6.0), m=4) if tabulated else continuous_table(40, rng, m=4)
+    want = agreement(table, "interval", bootstrap=200, seed=3)
+    monkeypatch.setattr(bm, "_REPLICATE_ELEMS", elems)
+    monkeypatch.setattr(bm, "_MIN_REPLICATES", 2 if elems == 1 else 1)
+    got = agreement(table, "interval", bootstrap=200, seed=3)
+    assert got.ci.keys() == want.ci.keys()
+    for name, bounds in want.ci.items():
+        np.testing.assert_allclose(got.ci[name], bounds, rtol=1e-12, atol=1e-14)
+    for col in ("sigma_ci_low", "sigma_ci_high", "alpha_ci_low", "alpha_ci_high"):
+        np.testing.assert_allclose(got.per_annotator[col].to_numpy(), want.per_annotator[col].to_numpy(),
+                                   rtol=1e-12, atol=1e-14)
