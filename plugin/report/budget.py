@@ -31,7 +31,7 @@ __all__ = ["DEFAULT_BUDGET", "UNPICKLED_PER_BYTE", "worker_bytes", "reader_bytes
 #: (Label Studio runs beside us on the same server).
 DEFAULT_BUDGET = 2_000_000_000
 #: A worker's bytes before its control's answers: its own pages of the interpreter and
-#: libraries, and the bootstrap's blocks of replicates (at most 2 million floats each).
+#: libraries, and the bootstrap's blocks of replicates (2 million floats each, up to 4 million past 500,000 items).
 _FIXED = 200_000_000
 #: Bytes per answer at a worker's peak, by value kind (the registry's prefixes).
 _PER_ANSWER = {"boxes": 1_900, "spans": 1_550, "scalars": 930, "pairwise": 930, "sets": 930,
