@@ -26,6 +26,13 @@ Three parts:
   text alone (``benchmarks/flag_shapes_apart.py``: skewed priors over 3–6 classes, careful
   accuracies varying from one annotator to another, an ambiguous shape split by coins):
   shapes nobody tuned the flags on; it has no generating-model column ("–").
+  ``--shapes third`` does the same on a third generator, written independently of both from
+  the issue's text (``benchmarks/flag_shapes_third.py``: uneven log-normal workloads, 2–5
+  annotators per task drawn task by task, Zipf-like priors over ordered classes, careful
+  accuracies from a Beta per annotator erring mostly to neighbouring classes, an ambiguous
+  shape split as evenly as its annotators allow, boxes on images of several sizes whose
+  careful annotators miss small ones now and then, entities a token off now and then); no
+  generating-model column either, and like ``apart`` it takes no variations options.
 * **the demo's projects** (``ls_agreement.demo.data``: a careless annotator, ambiguous
   tasks whose careful annotators split): precision and recall of the flags as before,
   target ≥ 0.8 on average; beside them, on the two Choices + Rating projects made with a
@@ -37,7 +44,7 @@ Three parts:
   machine may be shared).
 
 Run: ``python -m benchmarks flags [-- --seeds 1 2 3 --skip-speed --skip-demo --careful 0.95 --split coins --misses 0.02 --jitter 1.5]``,
-or ``python -m benchmarks flags -- --shapes apart [--seeds ...]``.
+or ``python -m benchmarks flags -- --shapes apart [--seeds ...]`` (``--shapes third`` alike).
 """
 from __future__ import annotations
 
@@ -46,6 +53,7 @@ import inspect
 import math
 import random
 import statistics
+import sys
 import time
 import warnings
 from typing import Any, Callable, Literal
@@ -57,7 +65,7 @@ from ls_agreement.demo import data as demo_data
 from ls_agreement.plugin.report.build import build_report
 from ls_agreement.plugin.settings import ReportSettings
 
-from . import flag_shapes_apart
+from . import flag_shapes_apart, flag_shapes_third
 from .flag_oracle import demo_oracle_flags, oracle_flags
 from .flag_shapes import SHAPES, RegionNoise, ShapeProject, make_project
 
@@ -134,24 +142,30 @@ def run_shape(proj: ShapeProject, with_crowdkit: bool) -> dict[str, Any]:
     return out
 
 
-def _shape_makers(generator: Literal["own", "apart"], careful: float | None,
+def _shape_makers(generator: Literal["own", "apart", "third"], careful: float | None,
                   split: Literal["even", "coins"] | None,
                   noise: RegionNoise) -> list[tuple[str, Callable[[int], ShapeProject]]]:
     """Each shape's printed name and its project for a seed, from ``benchmarks/flag_shapes.py``
-    (``own``) or ``benchmarks/flag_shapes_apart.py`` (``apart``, which takes no variations)."""
+    (``own``), ``benchmarks/flag_shapes_apart.py`` (``apart``) or ``benchmarks/flag_shapes_third.py``
+    (``third``); the last two take no variations."""
     if generator == "apart":
         return [(shape.name, lambda seed, shape=shape: flag_shapes_apart.make_project(shape, seed))
                 for shape in flag_shapes_apart.SHAPES]
+    if generator == "third":
+        return [(shape.name, lambda seed, shape=shape: flag_shapes_third.make_project(shape, seed))
+                for shape in flag_shapes_third.SHAPES]
     return [(shape.name, lambda seed, shape=shape: make_project(shape, seed, careful, split, noise))
             for shape in SHAPES]
 
 
 def _shapes(seeds: list[int], with_crowdkit: bool, careful: float | None = None,
             split: Literal["even", "coins"] | None = None, noise: RegionNoise = RegionNoise(),
-            generator: Literal["own", "apart"] = "own") -> bool:
-    source = ("benchmarks/flag_shapes_apart.py, a second generator written apart from the issue's text; "
-              "the generating model's flags ('truth P/R') are not computed for it: '–'"
-              if generator == "apart" else "benchmarks/flag_shapes.py")
+            generator: Literal["own", "apart", "third"] = "own") -> bool:
+    source = {"apart": "benchmarks/flag_shapes_apart.py, a second generator written apart from the issue's text; "
+                       "the generating model's flags ('truth P/R') are not computed for it: '–'",
+              "third": "benchmarks/flag_shapes_third.py, a third generator written independently of both from "
+                       "the issue's text; the generating model's flags ('truth P/R') are not computed for it: '–'",
+              }.get(generator, "benchmarks/flag_shapes.py")
     print(f"seven shapes ({source}): precision / recall / false-flag share of the task "
           f"flags; targets: P, R >= {TARGET} mean and >= {SEED_FLOOR} each seed; null <= {NULL_AT_MOST:.0%} "
           f"flagged; hard <= {HARD_AT_MOST:.0%} of ordinary tasks flagged; bad annotator lowest reliability; "
@@ -344,14 +358,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="share of boxes / entities the careful annotators of the region shapes miss")
     parser.add_argument("--jitter", type=float, default=RegionNoise().jitter,
                         help="standard deviation of careful boxes' x, y, width and height (%% of the image)")
-    parser.add_argument("--shapes", choices=["own", "apart"], default="own",
-                        help="which generator makes the seven shapes: benchmarks/flag_shapes.py (own) or "
-                             "benchmarks/flag_shapes_apart.py, written apart from the issue's text (apart)")
+    parser.add_argument("--shapes", choices=["own", "apart", "third"], default="own",
+                        help="which generator makes the seven shapes: benchmarks/flag_shapes.py (own), "
+                             "benchmarks/flag_shapes_apart.py, written apart from the issue's text (apart), or "
+                             "benchmarks/flag_shapes_third.py, a third written independently of both (third)")
     args = parser.parse_args(argv or [])
-    if args.shapes == "apart" and (args.careful is not None or args.split is not None or args.misses
-                                   or args.jitter != RegionNoise().jitter):
+    if args.shapes in ("apart", "third") and (args.careful is not None or args.split is not None
+                                              or args.misses or args.jitter != RegionNoise().jitter):
         parser.error("--careful, --split, --misses and --jitter vary benchmarks/flag_shapes.py's shapes; "
-                     "--shapes apart takes none of them")
+                     f"--shapes {args.shapes} takes none of them")
     met = _shapes(args.seeds, not args.skip_crowdkit, args.careful, args.split,
                   RegionNoise(misses=args.misses, jitter=args.jitter), args.shapes)
     if not args.skip_demo:
@@ -360,3 +375,7 @@ def main(argv: list[str] | None = None) -> int:
         met &= _speed()
     print(f"\n{'all targets met' if met else 'some targets not met'}")
     return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
