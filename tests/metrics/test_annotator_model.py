@@ -83,10 +83,9 @@ def _enumerate(model: LabelModel, who: list[int], labels: list[int]) -> dict[str
                 total += p
                 mass += p
                 amb += p if kind == "amb" else 0.0
-                # a departing answer shows as one with probability 1 − C[z, y] / C[z, z] (against
-                # the likelier class of an ambiguous pair)
-                shows = [1 - max(model.confusion[z, y] / model.confusion[z, z] for z in classes)
-                         if o[0] == "dep" else 0.0 for o, y in zip(combo, labels)]
+                # a departing answer shows when its label is not the task's class (neither of an
+                # ambiguous task's two)
+                shows = [float(o[0] == "dep" and y not in classes) for o, y in zip(combo, labels)]
                 if kind == "ord":
                     clean += p * math.prod(1 - v for v in shows)
                 departs += p * np.array(shows, dtype=float)
