@@ -31,8 +31,9 @@ Three parts:
   annotators per task drawn task by task, Zipf-like priors over ordered classes, careful
   accuracies from a Beta per annotator erring mostly to neighbouring classes, an ambiguous
   shape split as evenly as its annotators allow, boxes on images of several sizes whose
-  careful annotators miss small ones now and then, entities a token off now and then); no
-  generating-model column either, and like ``apart`` it takes no variations options.
+  careful annotators miss small ones now and then, entities a token off now and then); its
+  generating-model column on the Choices shapes comes from the generator's own parameters
+  (``ShapeProject.generating_flags``), and like ``apart`` it takes no variations options.
 * **the demo's projects** (``ls_agreement.demo.data``: a careless annotator, ambiguous
   tasks whose careful annotators split): precision and recall of the flags as before,
   target ≥ 0.8 on average; beside them, on the two Choices + Rating projects made with a
@@ -132,6 +133,8 @@ def run_shape(proj: ShapeProject, with_crowdkit: bool) -> dict[str, Any]:
            "recall": r, "false": ff, "lowest": lowest, "bad_lowest": proj.bad is None or lowest == proj.bad,
            "bad_reliability": rel.get(proj.bad) if proj.bad else None, "seconds": seconds}
     truth_model = oracle_flags(proj)
+    if truth_model is None:
+        truth_model = proj.generating_flags
     if truth_model is not None:
         out["oracle"] = _score(truth_model, proj.planted, set(report.tasks))
     if proj.categorical:
@@ -164,7 +167,7 @@ def _shapes(seeds: list[int], with_crowdkit: bool, careful: float | None = None,
     source = {"apart": "benchmarks/flag_shapes_apart.py, a second generator written apart from the issue's text; "
                        "the generating model's flags ('truth P/R') are not computed for it: '–'",
               "third": "benchmarks/flag_shapes_third.py, a third generator written independently of both from "
-                       "the issue's text; the generating model's flags ('truth P/R') are not computed for it: '–'",
+                       "the issue's text; 'truth P/R' from the generator's own parameters",
               }.get(generator, "benchmarks/flag_shapes.py")
     print(f"seven shapes ({source}): precision / recall / false-flag share of the task "
           f"flags; targets: P, R >= {TARGET} mean and >= {SEED_FLOOR} each seed; null <= {NULL_AT_MOST:.0%} "

@@ -117,7 +117,10 @@ class ShapeProject:
     ``truth``: per task id and control, the true answer (labels and ratings; for an
     ambiguous task, both labels); ``planted``: the task ids holding a planted problem;
     ``bad``: the planted bad annotator's user id (None for the null project);
-    ``categorical``: the control whose consensus is compared with crowd-kit's."""
+    ``categorical``: the control whose consensus is compared with crowd-kit's;
+    ``generating_flags``: the task ids the generating model's own posterior of a planted
+    problem flags at ½, where the generator computes it itself (else ``plan`` lets
+    ``benchmarks/flag_oracle.py`` do so, or neither: None)."""
 
     name: str
     config: str
@@ -127,6 +130,7 @@ class ShapeProject:
     bad: str | None = None
     categorical: str | None = None
     plan: LabelsPlan | None = None
+    generating_flags: set[str] | None = None
 
 
 @dataclass(frozen=True)

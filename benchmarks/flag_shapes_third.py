@@ -64,11 +64,14 @@ The shapes (planted: the task ids the generator says should be flagged):
 The same seed gives the same project, ids included: one ``numpy.random.default_rng(7919 ×
 (the shape's place in KEYS + 1) + seed)`` per shape and seed, its draws in a fixed order.
 Task ids run from 30001, annotation ids from 60001, region ids are ``"t<task>a<annotation>r<k>"``.
-There is no model of this generator in ``benchmarks/flag_oracle.py`` (no ``plan``): the
-benchmark prints "–" for the generating model's flags.
+The generator computes the generating model's own flags on its Choices shapes
+(``ShapeProject.generating_flags``: the posterior of a planted problem under the parameters
+it drew, flagged at ½), what a fitted model can reach at best; the benchmark prints them as
+"truth P/R" ("–" on the boxes and entities).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -286,7 +289,75 @@ def _choices_project(shape: ThirdShape, rng: np.random.Generator) -> ShapeProjec
                  "things", "for", "item", str(tid)]
         out.add(tid, {"doc": " ".join(words)}, anns)
     proj.tasks = out.tasks
+    proj.generating_flags = _generating_flags(shape.key, proj, control, names, prior, acc, lay.bad, constant)
     return proj
+
+
+def _confusion(acc: float, k: int) -> np.ndarray:
+    """A careful annotator's confusion (true class × label): ``acc`` on the diagonal, the
+    rest spread as :func:`_careful` spreads its slips."""
+    z = np.arange(k)
+    w = np.where(z[:, None] == z[None, :], 0.0, NEIGHBOUR_DECAY ** (np.abs(z[:, None] - z[None, :]) - 1.0))
+    return acc * np.eye(k) + (1.0 - acc) * w / w.sum(axis=1, keepdims=True)
+
+
+def _even_split_p(counts: np.ndarray, pair: tuple[int, int], n: int) -> float:
+    """P(the labels' ``counts`` | an ambiguous task between ``pair`` (its class first) split
+    as this generator splits one: ⌊n/2⌋ answers each, the odd one either, shuffled)."""
+    a, b = counts[pair[0]], counts[pair[1]]
+    if a + b != n:
+        return 0.0
+    if n % 2 == 0:
+        return 1.0 / math.comb(n, n // 2) if a == b else 0.0
+    return 0.5 / math.comb(n, a) if abs(a - b) == 1 else 0.0
+
+
+def _generating_flags(key: str, proj: ShapeProject, control: str, names: tuple[str, ...], prior: np.ndarray,
+                      acc: dict[int, float], bad: int | None, constant: int | None) -> set[str]:
+    """The tasks whose posterior of a planted problem, under the model and parameters this
+    generator drew the project with, reaches ½: what a fitted model can reach at best.
+
+    Per task, with ``L_z`` the prior of class ``z`` times every careful answer's
+    probability: the spammer's tasks ``P(z ≠ their label)``; the random annotator's
+    ``P(random and their label ≠ z)`` (their answer random with probability 0.3, else
+    careful; on ``hard`` always random); an ambiguous task's posterior of the 15 % share
+    against ``L`` (its class from the prior, the neighbour uniform, the split as drawn);
+    nothing on the null shape."""
+    k = len(names)
+    conf = {u: _confusion(a, k) for u, a in acc.items()}
+    flagged: set[str] = set()
+    for task in proj.tasks:
+        likes = prior.copy()
+        counts = np.zeros(k, dtype=np.int64)
+        theirs: int | None = None
+        for ann in task["annotations"]:
+            y = names.index(next(r for r in ann["result"] if r["from_name"] == control)["value"]["choices"][0])
+            counts[y] += 1
+            if ann["completed_by"] == bad:
+                theirs = y
+                continue
+            likes = likes * conf[ann["completed_by"]][:, y]
+        if key == "ambiguous":
+            n = int(counts.sum())
+            amb = 0.0
+            for t in range(k):
+                nbs = [c for c in (t - 1, t + 1) if 0 <= c < k]
+                amb += sum(prior[t] / len(nbs) * _even_split_p(counts, (t, c), n) for c in nbs)
+            p = 0.15 * amb / (0.15 * amb + 0.85 * likes.sum())
+        elif theirs is None:
+            continue
+        elif key == "spammer":
+            p = 1.0 - likes[constant] / likes.sum()
+        elif key in ("random30", "hard"):
+            share = 1.0 if key == "hard" else 0.3
+            random_part = likes * share / k
+            careful_part = likes * (1.0 - share) * conf[bad][:, theirs]
+            p = float((random_part * (np.arange(k) != theirs)).sum() / (random_part + careful_part).sum())
+        else:
+            continue
+        if p >= 0.5:
+            flagged.add(str(task["id"]))
+    return flagged
 
 
 # --------------------------------------------------------------------------- boxes
