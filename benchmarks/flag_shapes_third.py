@@ -512,8 +512,9 @@ def make_project(shape: ThirdShape, seed: int) -> ShapeProject:
         id (str; None on the null and ambiguous shapes), on the Choices shapes the truth of
         the Choices control named by ``categorical`` (a set of two labels on an ambiguous
         task) and, on the ambiguous shape, of the Rating ``confidence``; on the region shapes
-        the true boxes or entity spans (informative only); no ``plan`` (so no
-        generating-model flags).
+        the true boxes or entity spans (informative only); no ``plan``: on the Choices
+        shapes the generating model's own flags are ``generating_flags`` (None on the
+        region shapes).
     """
     rng = np.random.default_rng(7919 * (KEYS.index(shape.key) + 1) + seed)
     if shape.key == "boxes":
